@@ -1,0 +1,56 @@
+"""The ``hybrid-dynamics`` command.
+
+Each sub-command lives in its own module under :mod:`hybrid_dynamics.commands`, which
+declares ``COMMAND`` (a tuple of words, e.g. ``("validate", "dynamics")``), ``HELP``,
+``add_arguments(parser)`` and ``run(args) -> int``. This file only assembles them.
+A user's mistake (:class:`InputError`) prints one line and exits with status 2.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+from typing import Dict, List, Optional
+
+from . import commands
+from .errors import InputError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="hybrid-dynamics",
+                                     description="Dynamics, estimation and control of hybrid "
+                                                 "floating-base robots.")
+    groups: Dict[tuple, argparse._SubParsersAction] = {(): parser.add_subparsers(dest="command", metavar="COMMAND")}
+    modules = [importlib.import_module(f"{commands.__name__}.{m.name}")
+               for m in pkgutil.iter_modules(commands.__path__)]
+    for module in sorted(modules, key=lambda m: m.COMMAND):
+        words = module.COMMAND
+        for depth in range(1, len(words)):
+            prefix = words[:depth]
+            if prefix not in groups:
+                group = groups[prefix[:-1]].add_parser(prefix[-1], help=f"{prefix[-1]} commands")
+                groups[prefix] = group.add_subparsers(dest=f"command_{depth}", metavar="WHAT", required=True)
+        sub = groups[words[:-1]].add_parser(words[-1], help=module.HELP, description=module.HELP)
+        module.add_arguments(sub)
+        sub.set_defaults(handler=module.run)
+    return parser
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not hasattr(args, "handler"):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.handler(args) or 0)
+    except InputError as err:
+        print(f"hybrid-dynamics: error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

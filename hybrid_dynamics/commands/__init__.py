@@ -1,0 +1,1 @@
+"""Sub-commands of ``hybrid-dynamics``: one module each (see :mod:`hybrid_dynamics.cli`)."""

@@ -1,0 +1,266 @@
+"""A robot as the rest of the package sees it: a Pinocchio model with a free-flyer root,
+its contacts, legs and kinematic modules, its closed loops and actuators, a standing pose.
+
+Robots are named by a manifest ``robots/<name>/robot.yaml``::
+
+    name: jethexa
+    urdf: jethexa.urdf            # relative to the manifest, or example-robot-data:<path>
+    mjcf: jethexa.xml             # optional: what the MuJoCo plant loads
+    loops: ~                      # optional loop-closure YAML (closed linkages)
+    srdf: ~                       # optional: reference poses
+    imu_frame: imu_link
+    friction: 0.8
+    contacts:                     # point: a 3D force at the frame; surface: 4 corner points
+      - {frame: leg1_foot, type: point}
+      - {frame: left_sole_link, type: surface, size: [0.21, 0.138], leg: left}
+    stand: {srdf: half_sitting}   # or {joints: {regex: value, ...}}
+    gait_groups: [[leg1, leg4, leg5], [leg2, leg3, leg6]]
+
+:func:`load_robot` takes a built-in name, a manifest path, or a bare URDF path (with a loop
+YAML ``<stem>_loops.yaml`` beside it if there is one; contacts are then guessed from frame
+names such as foot, sole, toe or tip).
+"""
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, List, Optional
+
+import numpy as np
+import pinocchio as pin
+
+from ..errors import InputError
+from ..paths import example_robot_data_dir, robots_dir
+from .loops import LoopSpec, load_loops
+from .modules import KinematicModule, Leg, find_legs, find_modules
+from .yamlio import YamlDocument, load_yaml
+
+ERD_PREFIX = "example-robot-data:"
+CONTACT_NAME = re.compile(r"(foot|sole|toe|tip)", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Contact:
+    """A contact frame and the points (in that frame) where forces act."""
+    frame: str
+    kind: str                     # "point" or "surface"
+    points: np.ndarray            # (k, 3) offsets in the frame; one zero row for a point
+    leg: str
+
+
+class Robot:
+    """Everything the estimators and controllers need to know about a robot's body."""
+
+    def __init__(self, name: str, urdf: Path, model: pin.Model, contacts: List[Contact],
+                 legs: List[Leg], loops: Optional[LoopSpec], q_stand: np.ndarray, *,
+                 manifest: Optional[Path] = None, mjcf: Optional[Path] = None,
+                 imu_frame: Optional[str] = None, friction: float = 0.8,
+                 gait_groups: Optional[List[List[str]]] = None):
+        self.name = name
+        self.urdf = urdf
+        self.model = model
+        self.contacts = contacts
+        self.legs = legs
+        self.loops = loops
+        self.q_stand = q_stand
+        self.manifest = manifest
+        self.mjcf = mjcf
+        self.imu_frame = imu_frame
+        self.friction = friction
+        self.gait_groups = gait_groups or []
+        self.modules: List[KinematicModule] = find_modules(model)
+
+    @property
+    def nq(self) -> int:
+        return self.model.nq
+
+    @property
+    def nv(self) -> int:
+        return self.model.nv
+
+    @property
+    def joint_names(self) -> List[str]:
+        """Every 1-DoF joint, in Pinocchio's order (the universe and the free flyer left out)."""
+        return [self.model.names[j] for j in range(2, self.model.njoints)]
+
+    @property
+    def actuated_joints(self) -> List[str]:
+        """The joints that carry a motor: name_mot for closed linkages, else all of them."""
+        return list(self.loops.actuated) if self.loops else self.joint_names
+
+    @property
+    def passive_joints(self) -> List[str]:
+        actuated = set(self.actuated_joints)
+        return [n for n in self.joint_names if n not in actuated]
+
+    def total_mass(self) -> float:
+        return float(sum(inertia.mass for inertia in self.model.inertias))
+
+    def summary(self) -> dict:
+        m = self.model
+        actuators = []
+        for name in self.actuated_joints:
+            j = m.getJointId(name)
+            entry = {"joint": name, "effort_limit": float(m.effortLimit[m.joints[j].idx_v])}
+            if self.loops and name in self.loops.transmissions:
+                t = self.loops.transmissions[name]
+                entry["transmission"] = {"lead": t.lead, "efficiency": t.efficiency}
+            actuators.append(entry)
+        return {
+            "name": self.name,
+            "urdf": str(self.urdf),
+            "nq": m.nq,
+            "nv": m.nv,
+            "total_mass_kg": round(self.total_mass(), 6),
+            "legs": [{"name": leg.name, "joints": leg.joint_names(m), "contact_frame": leg.contact_frame}
+                     for leg in self.legs],
+            "modules": [{"index": mod.index, "parent": mod.parent,
+                         "joints": mod.joint_names(m)} for mod in self.modules],
+            "contacts": [{"frame": c.frame, "type": c.kind, "points": len(c.points), "leg": c.leg}
+                         for c in self.contacts],
+            "closed_loops": [{"frames": [l.frame_a, l.frame_b], "rows": len(l.axes)}
+                             for l in (self.loops.loops if self.loops else [])],
+            "actuators": actuators,
+            "passive_joints": self.passive_joints,
+        }
+
+
+# ---------------------------------------------------------------------------- loading
+def builtin_robots() -> List[str]:
+    return sorted(p.parent.name for p in robots_dir().glob("*/robot.yaml"))
+
+
+def load_robot(name_or_path: str | Path) -> Robot:
+    """A built-in robot by name, or a robot from a manifest or URDF path."""
+    text = str(name_or_path)
+    path = Path(text)
+    if path.suffix in (".yaml", ".yml"):
+        return _from_manifest(path)
+    if path.suffix == ".urdf":
+        return _from_urdf(path)
+    manifest = robots_dir() / text / "robot.yaml"
+    if "/" not in text and manifest.is_file():
+        return _from_manifest(manifest)
+    raise InputError(f"unknown robot '{text}': built-in robots are {', '.join(builtin_robots())}, "
+                     "or give a path to a .urdf or a robot.yaml")
+
+
+def build_model(urdf: Path) -> pin.Model:
+    """Pinocchio model with a free-flyer root; the URDF is first checked as XML so that a
+    malformed file is reported with its line."""
+    try:
+        ET.parse(urdf)
+    except FileNotFoundError:
+        raise InputError("file not found", file=str(urdf)) from None
+    except ET.ParseError as exc:
+        raise InputError(f"malformed XML: {exc.msg if hasattr(exc, 'msg') else exc}",
+                         file=str(urdf), line=exc.position[0]) from None
+    try:
+        return pin.buildModelFromUrdf(str(urdf), pin.JointModelFreeFlyer())
+    except (RuntimeError, ValueError) as exc:
+        raise InputError(f"not a valid URDF: {str(exc).strip().splitlines()[0]}", file=str(urdf)) from None
+
+
+def _resolve(doc: YamlDocument, key: str) -> Optional[Path]:
+    value = doc.data.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise doc.error("expected a file path", key)
+    if value.startswith(ERD_PREFIX):
+        try:
+            path = example_robot_data_dir() / value[len(ERD_PREFIX):]
+        except FileNotFoundError as exc:
+            raise doc.error(str(exc), key) from None
+    else:
+        path = doc.path.parent / value
+    if not path.is_file():
+        raise doc.error(f"file not found: {path}", key)
+    return path
+
+
+def _from_manifest(path: Path) -> Robot:
+    doc = load_yaml(path)
+    if not isinstance(doc.data, dict):
+        raise doc.error("expected a mapping (name, urdf, contacts, ...)")
+    data = doc.data
+    urdf = _resolve(doc, "urdf")
+    if urdf is None:
+        raise doc.error("missing", "urdf")
+    model = build_model(urdf)
+    loops_path = _resolve(doc, "loops")
+    loops = load_loops(loops_path, model) if loops_path else None
+    contacts = _contacts(doc, model)
+    legs = find_legs(model, [c.frame for c in contacts], [c.leg for c in contacts])
+    q_stand = _stand(doc, model, urdf)
+    groups = data.get("gait_groups") or []
+    leg_names = {leg.name for leg in legs}
+    for i, group in enumerate(groups):
+        for name in group:
+            if name not in leg_names:
+                raise doc.error(f"'{name}' is not a leg ({', '.join(sorted(leg_names))})", "gait_groups", i)
+    return Robot(str(data.get("name", path.parent.name)), urdf, model, contacts, legs, loops, q_stand,
+                 manifest=path, mjcf=_resolve(doc, "mjcf"), imu_frame=data.get("imu_frame"),
+                 friction=float(data.get("friction", 0.8)), gait_groups=groups)
+
+
+def _contacts(doc: YamlDocument, model: pin.Model) -> List[Contact]:
+    entries = doc.data.get("contacts") or []
+    if not isinstance(entries, list):
+        raise doc.error("expected a list of {frame, type}", "contacts")
+    contacts = []
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, dict) or "frame" not in entry:
+            raise doc.error("each contact needs a frame", "contacts", i)
+        frame = entry["frame"]
+        if not model.existFrame(frame):
+            raise doc.error(f"frame '{frame}' is not in the URDF", "contacts", i, "frame")
+        kind = entry.get("type", "point")
+        if kind == "point":
+            points = np.zeros((1, 3))
+        elif kind == "surface":
+            size = entry.get("size")
+            if not (isinstance(size, list) and len(size) == 2):
+                raise doc.error("a surface contact needs size: [length, width]", "contacts", i, "size")
+            lx, ly = float(size[0]) / 2, float(size[1]) / 2
+            points = np.array([[lx, ly, 0], [lx, -ly, 0], [-lx, ly, 0], [-lx, -ly, 0]])
+        else:
+            raise doc.error(f"'{kind}' is not point or surface", "contacts", i, "type")
+        contacts.append(Contact(frame, kind, points, str(entry.get("leg", frame))))
+    return contacts
+
+
+def _stand(doc: YamlDocument, model: pin.Model, urdf: Path) -> np.ndarray:
+    q = pin.neutral(model)
+    stand = doc.data.get("stand") or {}
+    if "srdf" in stand:
+        srdf = _resolve(doc, "srdf")
+        if srdf is None:
+            raise doc.error("stand.srdf needs an srdf file", "stand", "srdf")
+        pin.loadReferenceConfigurations(model, str(srdf), False)
+        if stand["srdf"] not in model.referenceConfigurations:
+            raise doc.error(f"no reference configuration '{stand['srdf']}' in {srdf.name}", "stand", "srdf")
+        q = model.referenceConfigurations[stand["srdf"]].copy()
+    for pattern, value in (stand.get("joints") or {}).items():
+        matched = [j for j in range(2, model.njoints) if re.fullmatch(pattern, model.names[j])]
+        if not matched:
+            raise doc.error(f"'{pattern}' matches no joint of the URDF", "stand", "joints", pattern)
+        for j in matched:
+            q[model.joints[j].idx_q] = float(value)
+    q[3:7] = (0, 0, 0, 1)
+    return q
+
+
+def _from_urdf(urdf: Path) -> Robot:
+    model = build_model(urdf)
+    loops_path = urdf.with_name(urdf.stem + "_loops.yaml")
+    loops = load_loops(loops_path, model) if loops_path.is_file() else None
+    frames = [f.name for f in model.frames
+              if f.type == pin.FrameType.BODY and CONTACT_NAME.search(f.name) and f.parentJoint > 1]
+    contacts = [Contact(f, "point", np.zeros((1, 3)), f) for f in frames]
+    legs = find_legs(model, frames)
+    contacts = [Contact(c.frame, c.kind, c.points, leg.name) for c, leg in zip(contacts, legs)]
+    q = pin.neutral(model)
+    return Robot(urdf.stem, urdf, model, contacts, legs, loops, q)

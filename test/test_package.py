@@ -1,0 +1,36 @@
+"""colcon conventions: package.xml is a valid format-3 manifest, setup.py installs the share
+files, the resource marker and an entry point for every node."""
+import subprocess
+import sys
+from pathlib import Path
+
+from catkin_pkg.package import parse_package
+
+REPO = Path(__file__).resolve().parent.parent
+EXEC_DEPENDS = {"rclpy", "std_msgs", "sensor_msgs", "geometry_msgs", "nav_msgs", "visualization_msgs",
+                "diagnostic_msgs", "std_srvs", "pinocchio", "python3-numpy", "python3-scipy"}
+
+
+def test_package_xml_is_valid_format_3():
+    warnings = []
+    package = parse_package(str(REPO / "package.xml"), warnings=warnings)
+    package.validate(warnings=warnings)
+    assert package.package_format == 3
+    assert warnings == []
+    assert EXEC_DEPENDS <= {d.name for d in package.exec_depends}
+    assert package.get_build_type() == "ament_python"
+
+
+def test_setup_installs_share_files_and_entry_points(tmp_path):
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
+                    "--prefix", str(tmp_path), str(REPO)], check=True, capture_output=True)
+    share = tmp_path / "share"
+    assert (share / "ament_index" / "resource_index" / "packages" / "hybrid_dynamics").is_file()
+    pkg = share / "hybrid_dynamics"
+    assert (pkg / "package.xml").is_file()
+    assert (pkg / "robots" / "jethexa" / "jethexa.urdf").is_file()
+    assert (pkg / "robots" / "jethexa" / "robot.yaml").is_file()
+    assert any((pkg / "launch").glob("*.launch.py"))
+    assert any((pkg / "config").glob("*.yaml"))
+    scripts = {p.name for p in (tmp_path / "bin").iterdir()}
+    assert {"hybrid-dynamics", "state_estimator", "whole_body_controller", "morphology_manager"} <= scripts
