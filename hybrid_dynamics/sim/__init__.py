@@ -1,0 +1,1 @@
+"""MuJoCo reference plant and scenarios: the only layer that imports mujoco."""

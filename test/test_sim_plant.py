@@ -1,0 +1,129 @@
+"""The MuJoCo plant: state conventions against Pinocchio, sensors, limits, and damage that
+really removes mass (the weight on the floor drops by the removed parts' weight)."""
+import numpy as np
+import pinocchio as pin
+import pytest
+
+from hybrid_dynamics.errors import InputError
+from hybrid_dynamics.model.morphology import Morphology
+from hybrid_dynamics.model.robot import load_robot
+from hybrid_dynamics.sim.plant import ImuNoise, Plant
+
+G = 9.81
+KP, KD = 50.0, 0.3
+
+
+@pytest.fixture(scope="module")
+def robot():
+    return load_robot("jethexa")
+
+
+def hold(plant, q_ref, steps):
+    """Joint PD at the standing angles (removed joints get nothing: the plant drops them)."""
+    for _ in range(steps):
+        q, v = plant.q()[7:], plant.v()[6:]
+        plant.set_torques(KP * (q_ref - q) - KD * v)
+        plant.step()
+
+
+def leg_mass(robot, leg, first=1):
+    model = robot.model
+    spec = next(l for l in robot.legs if l.name == leg)
+    return sum(model.inertias[j].mass for j in model.subtrees[spec.joints[first - 1]])
+
+
+def test_state_round_trip_in_pinocchio_convention(robot):
+    plant = Plant(robot)
+    rng = np.random.default_rng(1)
+    q = pin.randomConfiguration(robot.model, -np.ones(robot.nq), np.ones(robot.nq))
+    q[:3] = (0.1, -0.2, 0.3)
+    v = rng.normal(size=robot.nv)
+    plant.set_state(q, v)
+    assert np.allclose(plant.q(), q) or np.allclose(plant.q()[3:7], -q[3:7])
+    assert np.allclose(plant.v(), v)
+    # the floating-base kinetic energy agrees with Pinocchio's (same v convention)
+    data = robot.model.createData()
+    ke = pin.computeKineticEnergy(robot.model, data, q, v)
+    import mujoco
+    mujoco.mj_energyVel(plant.model, plant.data)
+    assert plant.data.energy[1] == pytest.approx(ke, rel=1e-9)
+
+
+def test_standing_weight_equals_total_weight(robot):
+    plant = Plant(robot)
+    hold(plant, robot.q_stand[7:], 1500)
+    assert plant.total_normal_force() == pytest.approx(robot.total_mass() * G, rel=2e-3)
+    assert len(plant.contact_forces()) == 6
+
+
+@pytest.mark.parametrize("damage", [("leg", "leg3", 1), ("links", "leg4", 2)])
+def test_removed_parts_stop_weighing_on_the_floor(robot, damage):
+    plant = Plant(robot)
+    hold(plant, robot.q_stand[7:], 800)
+    _, leg, first = damage
+    plant.remove_links(leg, first)
+    hold(plant, robot.q_stand[7:], 1500)
+    expected = (robot.total_mass() - leg_mass(robot, leg, first)) * G
+    assert plant.total_normal_force() == pytest.approx(expected, rel=2e-3)
+    assert f"{leg}_foot" not in plant.contact_forces()
+    # the removed motors deliver nothing, the others still work
+    names, _, _, effort = plant.joint_states()
+    spec = next(l for l in robot.legs if l.name == leg)
+    for j in spec.joints[first - 1:]:
+        assert effort[names.index(robot.model.names[j])] == 0.0
+
+
+def test_two_legs_removed_like_paper_s1(robot):
+    plant = Plant(robot)
+    plant.apply_morphology(Morphology.healthy(robot).remove_leg("leg3").remove_leg("leg4"))
+    hold(plant, robot.q_stand[7:], 1500)
+    expected = (robot.total_mass() - 2 * leg_mass(robot, "leg3")) * G
+    assert plant.total_normal_force() == pytest.approx(expected, rel=2e-3)
+    assert set(plant.contact_forces()) == {f"leg{i}_foot" for i in (1, 2, 5, 6)}
+
+
+def test_locked_joint_does_not_move_under_torque(robot):
+    plant = Plant(robot)
+    hold(plant, robot.q_stand[7:], 300)
+    angle = plant.lock_joint("leg1_femur_joint")
+    j = plant.joint_names.index("leg1_femur_joint")
+    target = robot.q_stand[7:].copy()
+    target[j] += 0.8                          # the motor pulls hard (saturated) on the locked joint
+    hold(plant, target, 1000)
+    assert plant.q()[7 + j] == pytest.approx(angle, abs=2e-3)
+
+
+def test_torques_are_clipped_to_actuator_limits(robot):
+    plant = Plant(robot)
+    plant.set_torques(np.full(18, 100.0))
+    _, _, _, effort = plant.joint_states()
+    assert np.allclose(effort, 3.4)
+    with pytest.raises(InputError):
+        plant.set_torques({"no_such_joint": 1.0})
+
+
+def test_imu_bias_and_noise(robot):
+    bias = (0.01, -0.02, 0.03)
+    plant = Plant(robot, noise=ImuNoise(gyro_std=0.005, gyro_bias=bias, accel_std=0.05), seed=3)
+    hold(plant, robot.q_stand[7:], 500)
+    samples = []
+    for _ in range(400):
+        hold(plant, robot.q_stand[7:], 1)
+        samples.append(plant.imu())
+    gyro = np.array([s.angular_velocity for s in samples])
+    acc = np.array([s.linear_acceleration for s in samples])
+    assert np.allclose(gyro.mean(axis=0), bias, atol=1.5e-3)
+    assert gyro.std(axis=0) == pytest.approx(np.full(3, 0.005), rel=0.2)
+    assert acc.mean(axis=0)[2] == pytest.approx(G, abs=0.02)      # specific force, standing still
+    with pytest.raises(InputError):
+        ImuNoise.from_dict({"gyro_sdt": 0.1})
+
+
+def test_unknown_damage_targets_are_user_errors(robot):
+    plant = Plant(robot)
+    with pytest.raises(InputError):
+        plant.remove_leg("leg9")
+    with pytest.raises(InputError):
+        plant.remove_links("leg1", 4)
+    with pytest.raises(InputError):
+        plant.lock_joint("knee")
