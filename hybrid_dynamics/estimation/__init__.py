@@ -1,0 +1,1 @@
+"""State estimation: passive joints, floating base, contacts, damage detection."""

@@ -1,0 +1,234 @@
+"""Floating-base state from the IMU and the leg kinematics of stance legs.
+
+The orientation and the angular rate come from the IMU (its orientation is trusted, as on
+legged_control and most quadrupeds: the IMU's own filter is better than anything we could
+do with a leg odometry yaw). Position and linear velocity come from a linear Kalman filter
+in the style of Bloesch et al. (2013) / legged_control's ``LinearKalmanFilter``:
+
+state      x = [p (3), v (3), p_f1 (3), ..., p_fn (3)]      world frame, one foot per contact
+process    p+ = p + dt v + dt^2/2 a,  v+ = v + dt a,  p_f+ = p_f       a = R a_imu + g
+           foot process noise small in stance, huge in swing (a swinging foot is free)
+measure    p_fi - p = R r_i(q)                      leg kinematics (r_i in the base frame)
+           v        = -R (w x r_i + J_i(q) qd)      a stance foot does not move
+           p_fi,z   = ground_height                 a stance foot is on the ground
+           every swing-foot row gets a huge noise, so it has no weight.
+
+Conventions are Pinocchio's (docs/ARCHITECTURE.md): ``q = [p, quat xyzw, joints]``,
+``v = [R^T v_world, w_local, joint rates]``. Vectors passed in and out are *healthy-size*
+(every 1-DoF joint of the robot, in Pinocchio's order); joints a morphology removed are
+simply ignored (their contacts are never measured).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, Mapping, Optional, Sequence
+
+import numpy as np
+import pinocchio as pin
+
+GRAVITY = np.array([0.0, 0.0, -9.81])
+
+
+@dataclass
+class ImuSample:
+    """One IMU reading: orientation of the IMU frame in the world (quaternion x y z w),
+    angular velocity and specific force (accelerometer) in the IMU frame."""
+    orientation: np.ndarray
+    angular_velocity: np.ndarray
+    linear_acceleration: np.ndarray
+
+
+@dataclass
+class BaseState:
+    """The full robot state: healthy-size ``q``, ``v`` (Pinocchio conventions) and the
+    covariance of the filter's base position and world linear velocity (6 x 6)."""
+    q: np.ndarray
+    v: np.ndarray
+    covariance: np.ndarray
+    feet: Dict[str, np.ndarray] = field(default_factory=dict)   # world foot positions (kinematics)
+
+
+@dataclass
+class BaseEstimatorConfig:
+    """Noise densities (standard deviations) of the linear Kalman filter."""
+    accel_noise: float = 0.5          # m/s^2, process noise on the velocity
+    position_noise: float = 0.005     # m/sqrt(s), process noise on the base position
+    stance_foot_noise: float = 0.002  # m/sqrt(s), a stance foot may slip this much
+    swing_foot_noise: float = 100.0   # m/sqrt(s): a swinging foot is unconstrained
+    kinematics_noise: float = 0.002   # m, foot position from encoders
+    velocity_noise: float = 0.05      # m/s, foot velocity from encoders
+    height_noise: float = 0.005       # m, stance foot height above the ground
+    swing_measurement_noise: float = 1e3
+    ground_height: float = 0.0
+    use_foot_height: bool = True
+
+    @classmethod
+    def from_dict(cls, data: Optional[Mapping] = None) -> "BaseEstimatorConfig":
+        data = dict(data or {})
+        known = set(cls.__dataclass_fields__)
+        unknown = set(data) - known
+        if unknown:
+            from ..errors import InputError
+            raise InputError(f"unknown base estimator setting(s): {', '.join(sorted(unknown))}",
+                             field="estimator")
+        return cls(**{k: type(getattr(cls, k))(v) for k, v in data.items()})
+
+
+class BaseEstimator:
+    """IMU orientation + stance-leg kinematics, linear KF on base position and velocity."""
+
+    def __init__(self, robot, config: Optional[BaseEstimatorConfig | Mapping] = None):
+        self.robot = robot
+        self.config = config if isinstance(config, BaseEstimatorConfig) else BaseEstimatorConfig.from_dict(config)
+        self.model = robot.model
+        self.data = self.model.createData()
+        self.frames = [c.frame for c in robot.contacts]
+        self.frame_ids = [self.model.getFrameId(f) for f in self.frames]
+        self.nc = len(self.frames)
+        self.nx = 6 + 3 * self.nc
+        self.active = np.ones(self.nc, dtype=bool)        # contacts the morphology keeps
+        # rotation of the IMU frame in the base frame (a fixed frame on the base body)
+        self.R_bi = np.eye(3)
+        self.p_bi = np.zeros(3)
+        if robot.imu_frame and self.model.existFrame(robot.imu_frame):
+            d = self.model.createData()
+            pin.framesForwardKinematics(self.model, d, pin.neutral(self.model))
+            M = d.oMf[self.model.getFrameId(robot.imu_frame)]
+            base = d.oMi[1]
+            rel = base.actInv(M)
+            self.R_bi = rel.rotation.copy()
+            self.p_bi = rel.translation.copy()
+        # constant measurement matrix: [positions (3nc); velocities (3nc); heights (nc)]
+        nc, nx = self.nc, self.nx
+        self.nz = 7 * nc
+        C = np.zeros((self.nz, nx))
+        for i in range(nc):
+            C[3 * i:3 * i + 3, 0:3] = -np.eye(3)
+            C[3 * i:3 * i + 3, 6 + 3 * i:9 + 3 * i] = np.eye(3)
+            C[3 * nc + 3 * i:3 * nc + 3 * i + 3, 3:6] = np.eye(3)
+            C[6 * nc + i, 8 + 3 * i] = 1.0
+        self.C = C
+        self._q0 = pin.neutral(self.model)
+        self._v0 = np.zeros(self.model.nv)
+        self.reset()
+
+    # ------------------------------------------------------------------ state
+    def reset(self) -> None:
+        self.x = np.zeros(self.nx)
+        self.P = np.eye(self.nx) * 1e-2
+        self.t: Optional[float] = None
+        self.initialized = False
+        self.last: Optional[BaseState] = None
+
+    def set_active_contacts(self, frames: Sequence[str]) -> None:
+        """Contacts that exist in the current morphology (others are never measured)."""
+        keep = set(frames)
+        self.active = np.array([f in keep for f in self.frames], dtype=bool)
+
+    # ------------------------------------------------------------------ kinematics
+    def leg_kinematics(self, qj: np.ndarray, vj: np.ndarray):
+        """Foot positions ``r`` (nc, 3) and velocities ``rd`` (nc, 3) in the base frame, with
+        the base fixed at the origin (so they are the legs' own contribution)."""
+        q0, v0 = self._q0, self._v0
+        q0[7:] = qj
+        v0[6:] = vj
+        pin.forwardKinematics(self.model, self.data, q0, v0)
+        r = np.empty((self.nc, 3))
+        rd = np.empty((self.nc, 3))
+        for i, fid in enumerate(self.frame_ids):
+            r[i] = pin.updateFramePlacement(self.model, self.data, fid).translation
+            rd[i] = pin.getFrameVelocity(self.model, self.data, fid, pin.LOCAL_WORLD_ALIGNED).linear
+        return r, rd
+
+    # ------------------------------------------------------------------ update
+    def update(self, t: float, qj: np.ndarray, vj: np.ndarray, imu: ImuSample,
+               stance: Mapping[str, bool]) -> BaseState:
+        """One filter step at time ``t`` (s) with healthy-size joint positions/velocities."""
+        cfg = self.config
+        qj = np.asarray(qj, dtype=float)
+        vj = np.asarray(vj, dtype=float)
+        quat_i = np.asarray(imu.orientation, dtype=float)
+        R_wi = pin.Quaternion(quat_i[3], quat_i[0], quat_i[1], quat_i[2]).normalized().toRotationMatrix()
+        R = R_wi @ self.R_bi.T                                 # base orientation in the world
+        w_b = self.R_bi @ np.asarray(imu.angular_velocity, dtype=float)
+        a_b = self.R_bi @ np.asarray(imu.linear_acceleration, dtype=float)
+        a_w = R @ a_b + GRAVITY
+        r, rd = self.leg_kinematics(qj, vj)
+        r_w = r @ R.T                                          # rows: R r_i
+        contact = np.array([bool(stance.get(f, False)) for f in self.frames]) & self.active
+
+        if not self.initialized:
+            self._initialize(r_w, contact)
+            self.t = t
+        dt = float(np.clip(t - self.t, 0.0, 0.1))
+        self.t = t
+
+        # ---- predict
+        x, P = self.x, self.P
+        nc = self.nc
+        x[0:3] += dt * x[3:6] + 0.5 * dt * dt * a_w
+        x[3:6] += dt * a_w
+        # P = A P A^T with A = [[I, dt I], [0, I]] on the base block
+        P[0:3, :] += dt * P[3:6, :]
+        P[:, 0:3] += dt * P[:, 3:6]
+        q_diag = np.empty(self.nx)
+        q_diag[0:3] = cfg.position_noise ** 2 * dt
+        q_diag[3:6] = cfg.accel_noise ** 2 * dt
+        foot_q = np.where(contact, cfg.stance_foot_noise ** 2, cfg.swing_foot_noise ** 2) * max(dt, 1e-4)
+        q_diag[6:] = np.repeat(foot_q, 3)
+        P[np.diag_indices(self.nx)] += q_diag
+
+        # ---- correct
+        z = np.empty(self.nz)
+        z[0:3 * nc] = r_w.ravel()
+        v_meas = -(np.cross(w_b, r) + rd) @ R.T                # rows: -R (w x r_i + J_i qd)
+        z[3 * nc:6 * nc] = v_meas.ravel()
+        z[6 * nc:] = cfg.ground_height
+        big = cfg.swing_measurement_noise ** 2
+        r_diag = np.empty(self.nz)
+        r_diag[0:3 * nc] = np.repeat(np.where(self.active, cfg.kinematics_noise ** 2, big), 3)
+        r_diag[3 * nc:6 * nc] = np.repeat(np.where(contact, cfg.velocity_noise ** 2, big), 3)
+        h_noise = cfg.height_noise ** 2 if cfg.use_foot_height else big
+        r_diag[6 * nc:] = np.where(contact, h_noise, big)
+        C = self.C
+        PCt = P @ C.T
+        S = C @ PCt
+        S[np.diag_indices(self.nz)] += r_diag
+        innovation = z - C @ x
+        try:
+            K = np.linalg.solve(S, PCt.T).T
+        except np.linalg.LinAlgError:
+            K = PCt @ np.linalg.pinv(S)
+        x += K @ innovation
+        P -= K @ PCt.T
+        P[:] = 0.5 * (P + P.T)
+        self.x, self.P = x, P
+        return self._state(R, w_b, qj, vj, r_w)
+
+    def _initialize(self, r_w: np.ndarray, contact: np.ndarray) -> None:
+        cfg = self.config
+        use = contact if contact.any() else self.active
+        p = np.zeros(3)
+        if use.any():
+            p[2] = cfg.ground_height - float(np.min(r_w[use, 2]))
+        self.x[:] = 0.0
+        self.x[0:3] = p
+        for i in range(self.nc):
+            self.x[6 + 3 * i:9 + 3 * i] = p + r_w[i]
+        self.P[:] = np.eye(self.nx) * 1e-4
+        self.initialized = True
+
+    def _state(self, R, w_b, qj, vj, r_w) -> BaseState:
+        q = np.empty(self.model.nq)
+        q[0:3] = self.x[0:3]
+        quat = pin.Quaternion(R)
+        quat.normalize()
+        q[3:7] = quat.coeffs()
+        q[7:] = qj
+        v = np.empty(self.model.nv)
+        v[0:3] = R.T @ self.x[3:6]
+        v[3:6] = w_b
+        v[6:] = vj
+        feet = {f: self.x[0:3] + r_w[i] for i, f in enumerate(self.frames)}
+        self.last = BaseState(q, v, self.P[0:6, 0:6].copy(), feet)
+        return self.last

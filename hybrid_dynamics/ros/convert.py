@@ -1,0 +1,204 @@
+"""Message conversion with validation: what a node accepts from the wire.
+
+Every check returns a :class:`Rejected` reason instead of raising, so a node can log it once,
+count it on ``/diagnostics`` and keep its last good state. Rules:
+
+JointState (``/joint_states``)
+  - ``name`` and ``position`` have the same length; ``velocity`` and ``effort`` are empty or
+    of that length too; names are unique;
+  - every value is finite (NaN or inf rejects the whole message);
+  - joints are matched by **name**: a message may carry any subset in any order; names the
+    robot does not have are ignored and reported (``unknown``); joints never received are
+    reported as ``missing`` by :class:`JointStateBuffer` until they arrive;
+  - a message whose stamp is older than the last accepted one is dropped (out of order).
+
+Imu (``/imu_sensor_broadcaster/imu``)
+  - the quaternion is finite and of unit norm within ``QUAT_TOLERANCE`` (a zero or
+    non-unit quaternion is rejected; small rounding is renormalised);
+  - ``orientation_covariance[0] == -1`` (REP-145: no orientation) is rejected, the base
+    estimator needs an orientation;
+  - angular velocity and linear acceleration are finite; out-of-order stamps are dropped.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ..estimation.base_estimator import ImuSample
+
+QUAT_TOLERANCE = 1e-2
+
+
+@dataclass(frozen=True)
+class Rejected:
+    """Why a message was refused; ``kind`` is a short stable key for counting."""
+    kind: str
+    detail: str
+
+    def __str__(self) -> str:
+        return f"{self.kind}: {self.detail}"
+
+
+def stamp_to_sec(stamp) -> float:
+    return float(stamp.sec) + 1e-9 * float(stamp.nanosec)
+
+
+def sec_to_stamp(t: float, stamp) -> None:
+    """Write ``t`` seconds into a builtin_interfaces/Time (in place)."""
+    sec = int(np.floor(t))
+    stamp.sec = sec
+    stamp.nanosec = min(int(round((t - sec) * 1e9)), 999_999_999)
+
+
+class JointStateMatcher:
+    """Name-based matching of JointState messages to a fixed list of joints.
+
+    The index map of a name list is cached (a robot's broadcaster sends the same list each
+    cycle), so matching is a dictionary look-up then fancy indexing.
+    """
+
+    def __init__(self, joints: Sequence[str]):
+        self.joints = list(joints)
+        self.index = {n: i for i, n in enumerate(self.joints)}
+        self._cache: Dict[Tuple[str, ...], Tuple[np.ndarray, np.ndarray, Tuple[str, ...]]] = {}
+
+    def match(self, names: Sequence[str]):
+        """(message positions, our positions, unknown names) for a message's name list."""
+        key = tuple(names)
+        hit = self._cache.get(key)
+        if hit is None:
+            src, dst, unknown = [], [], []
+            for i, n in enumerate(key):
+                j = self.index.get(n)
+                if j is None:
+                    unknown.append(n)
+                else:
+                    src.append(i)
+                    dst.append(j)
+            hit = (np.array(src, dtype=int), np.array(dst, dtype=int), tuple(unknown))
+            if len(self._cache) > 64:
+                self._cache.clear()
+            self._cache[key] = hit
+        return hit
+
+
+@dataclass
+class JointSample:
+    """The part of a JointState we use, already matched: ``dst`` indexes our joint list."""
+    stamp: float
+    dst: np.ndarray
+    position: np.ndarray
+    velocity: Optional[np.ndarray]
+    effort: Optional[np.ndarray]
+    unknown: Tuple[str, ...]
+
+
+def parse_joint_state(msg, matcher: JointStateMatcher):
+    """A :class:`JointSample`, or :class:`Rejected` (module docstring rules)."""
+    names = msg.name
+    n = len(names)
+    pos = np.asarray(msg.position, dtype=float)
+    vel = np.asarray(msg.velocity, dtype=float)
+    eff = np.asarray(msg.effort, dtype=float)
+    if len(pos) != n:
+        return Rejected("length_mismatch", f"{n} names but {len(pos)} positions")
+    if len(vel) not in (0, n):
+        return Rejected("length_mismatch", f"{n} names but {len(vel)} velocities")
+    if len(eff) not in (0, n):
+        return Rejected("length_mismatch", f"{n} names but {len(eff)} efforts")
+    if len(set(names)) != n:
+        return Rejected("duplicate_names", "a joint name appears twice")
+    for label, arr in (("position", pos), ("velocity", vel), ("effort", eff)):
+        if len(arr) and not np.all(np.isfinite(arr)):
+            bad = [names[i] for i in np.flatnonzero(~np.isfinite(arr))[:3]]
+            return Rejected("non_finite", f"{label} of {', '.join(bad)} is NaN or inf")
+    src, dst, unknown = matcher.match(names)
+    if len(dst) == 0:
+        return Rejected("unknown_joints", f"none of the joints {list(names)[:4]} belongs to the robot")
+    return JointSample(stamp_to_sec(msg.header.stamp), dst, pos[src],
+                       vel[src] if len(vel) else None, eff[src] if len(eff) else None, unknown)
+
+
+class JointStateBuffer:
+    """The latest value of every joint, merged from (possibly partial) messages.
+
+    ``ready`` once every joint has been heard of; ``missing`` lists those never received.
+    """
+
+    def __init__(self, joints: Sequence[str], q_default: Optional[np.ndarray] = None):
+        self.matcher = JointStateMatcher(joints)
+        n = len(self.matcher.joints)
+        self.q = np.zeros(n) if q_default is None else np.array(q_default, dtype=float)
+        self.v = np.zeros(n)
+        self.tau = np.zeros(n)
+        self.has_effort = np.zeros(n, dtype=bool)
+        self.seen = np.zeros(n, dtype=bool)
+        self.stamp = -np.inf
+        self.unknown: Tuple[str, ...] = ()
+
+    @property
+    def joints(self) -> List[str]:
+        return self.matcher.joints
+
+    @property
+    def ready(self) -> bool:
+        return bool(self.seen.all())
+
+    @property
+    def missing(self) -> List[str]:
+        return [n for n, s in zip(self.matcher.joints, self.seen) if not s]
+
+    def add(self, msg, now: Optional[float] = None):
+        """Merge a message; returns ``None`` when accepted, else :class:`Rejected`.
+        A message with a zero stamp gets ``now``."""
+        sample = parse_joint_state(msg, self.matcher)
+        if isinstance(sample, Rejected):
+            return sample
+        if sample.stamp == 0.0 and now is not None:
+            sample.stamp = now
+        if sample.stamp < self.stamp:
+            return Rejected("out_of_order", f"stamp {sample.stamp:.6f} older than {self.stamp:.6f}")
+        self.stamp = sample.stamp
+        dst = sample.dst
+        self.q[dst] = sample.position
+        if sample.velocity is not None:
+            self.v[dst] = sample.velocity
+        if sample.effort is not None:
+            self.tau[dst] = sample.effort
+            self.has_effort[dst] = True
+        self.seen[dst] = True
+        self.unknown = sample.unknown
+        return None
+
+
+def parse_imu(msg):
+    """An :class:`ImuSample` plus its stamp, or :class:`Rejected`."""
+    o = msg.orientation
+    quat = np.array([o.x, o.y, o.z, o.w], dtype=float)
+    w = msg.angular_velocity
+    a = msg.linear_acceleration
+    gyro = np.array([w.x, w.y, w.z], dtype=float)
+    acc = np.array([a.x, a.y, a.z], dtype=float)
+    if not np.all(np.isfinite(quat)):
+        return Rejected("non_finite", "orientation is NaN or inf")
+    if not (np.all(np.isfinite(gyro)) and np.all(np.isfinite(acc))):
+        return Rejected("non_finite", "angular velocity or acceleration is NaN or inf")
+    if len(msg.orientation_covariance) and msg.orientation_covariance[0] == -1.0:
+        return Rejected("no_orientation", "orientation_covariance[0] = -1: the IMU gives no orientation")
+    norm = float(np.linalg.norm(quat))
+    if norm == 0.0:
+        return Rejected("bad_quaternion", "zero quaternion")
+    if abs(norm - 1.0) > QUAT_TOLERANCE:
+        return Rejected("bad_quaternion", f"quaternion norm {norm:.4f} is not 1")
+    return stamp_to_sec(msg.header.stamp), ImuSample(quat / norm, gyro, acc)
+
+
+def float_array(values: np.ndarray, msg_cls, labels: str = "joints"):
+    """A std_msgs/Float64MultiArray of ``values`` with one labelled dimension."""
+    from std_msgs.msg import MultiArrayDimension
+    msg = msg_cls()
+    msg.layout.dim = [MultiArrayDimension(label=labels, size=len(values), stride=len(values))]
+    msg.data = [float(x) for x in values]
+    return msg
