@@ -1,0 +1,507 @@
+"""Paper 000's Boltzmann-Hamel whole-body model (NOTES-000 sections 2.2-2.9), modular.
+
+Coordinates are Pinocchio's: ``q = [p, quat xyzw, joints]`` and ``v = [V_b, theta_dot]`` with
+V_b the base body twist [linear; angular] in the base frame X_b (paper 000's quasi-velocity
+V^b_sb; X_b is the root joint frame, which need not be at the CoM: I_b is then the body's
+6x6 inertia about that origin and every formula holds unchanged). The equations are
+
+    M(theta) v_dot + C(theta, v) v + N(Q) = tau + J^T F_t                           (6)
+
+Each base-attached subtree is one *module* (paper 000's leg; for TALOS also the torso with
+arms and head). Its links l contribute, with Phi_l = [1_6, J_l] and J_l the leg Jacobian
+whose columns are the base-frame joint twists xi'_k of l's ancestors (16-17),
+
+    M^bb_l = Ad^-T_{g_b,l} I_l Ad^-1_{g_b,l},  M^btheta_l = M^bb_l J_l,  M^thth_l = J_l^T M^bb_l J_l
+
+and M is the arrowhead (31): legs couple only through the body.
+
+Two forms:
+
+* :class:`HamelDirect` follows the paper literally: per-link blocks summed into per-leg
+  modules (32), the arrowhead (31), C v by Proposition 2 (44)-(48) with the *corrected*
+  Lemma 3 (NOTES-000 section 2.5) written through base-frame twists: with ad_k = ad(xi'_k),
+  d Ad^-1_{g_b,l} / d theta_k = -Ad^-1_{g_b,l} ad_k for k an ancestor of l (or l itself) and
+  d xi'_m / d theta_k = ad_k xi'_m for k a strict ancestor of m (0 otherwise). Substituting
+  xi'_k = Ad_{e^{xi_1 th_1}...e^{xi_k th_k}} xi_k gives exactly the corrected (40) and (43).
+  Gravity by (9) (which does depend on the leg angles), tip Jacobians by (11), forward
+  dynamics by the arrowhead Schur complement, inverse dynamics by (6). Its tree is the
+  compiled one (:class:`~hybrid_dynamics.dynamics.tree.CompiledTree`): links with x_ij = 0
+  are absent, locked joints merged into their parents.
+
+* :class:`HamelFast` is the precomputed per-leg-type form (section 2.9), vectorised instead of
+  trig-monomial: every link of every leg at the same depth is one row of a numpy array, so
+  an evaluation is a fixed number of array operations whatever the number of legs. The
+  existence numbers multiply the link inertias (Algorithm 3: healthy dimensions, then the
+  rows and columns of missing coordinates are deleted); a locked joint is held at its angle
+  with zero rate and its row deleted, which is the same system as the merged body. M uses
+  the composite regrouping sum_l x_l J_l^T M^bb_l J_l = [xi'_m . (sum_{l below m} M^bb_l)
+  xi'_k]; h = C v + N is the base-frame Newton-Euler sum h = sum_l Phi_l^T w_l, with
+  w_l = M^bb_l (a_l - g) - ad(V_l)^T M^bb_l V_l (the same quantity as (44) + (9)).
+"""
+from __future__ import annotations
+
+from typing import List, Optional
+
+import numpy as np
+
+from .engine import ModularEngine, _Coordinates, tree_data
+from .lie import Ad, Ad_inv, Ad_inv_b, ad, force_cross, quat_to_rot, rot_axis, skew_b
+
+GRAVITY = np.array([0.0, 0.0, -9.81])
+
+
+def _vee3(S: np.ndarray) -> np.ndarray:
+    return np.array([S[2, 1], S[0, 2], S[1, 0]])
+
+
+def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """np.cross for (..., 3) arrays without its overhead."""
+    a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
+    b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
+    out = np.empty(np.broadcast_shapes(a.shape, b.shape))
+    out[..., 0] = a1 * b2 - a2 * b1
+    out[..., 1] = a2 * b0 - a0 * b2
+    out[..., 2] = a0 * b1 - a1 * b0
+    return out
+
+
+def _mcross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """ad(a) b (motion cross product), stacked twists."""
+    out = np.empty(np.broadcast_shapes(a.shape, b.shape))
+    out[..., :3] = _cross(a[..., 3:], b[..., :3]) + _cross(a[..., :3], b[..., 3:])
+    out[..., 3:] = _cross(a[..., 3:], b[..., 3:])
+    return out
+
+
+def _fcross(V: np.ndarray, P: np.ndarray) -> np.ndarray:
+    """-ad(V)^T P (force cross product), stacked."""
+    out = np.empty(np.broadcast_shapes(V.shape, P.shape))
+    out[..., :3] = _cross(V[..., 3:], P[..., :3])
+    out[..., 3:] = _cross(V[..., :3], P[..., :3]) + _cross(V[..., 3:], P[..., 3:])
+    return out
+
+
+def _tip_forces(J: np.ndarray, f_tips: Optional[np.ndarray]) -> np.ndarray:
+    if f_tips is None:
+        return np.zeros(J.shape[1])
+    return J.T @ np.asarray(f_tips, float).reshape(-1)
+
+
+def arrowhead_solve(M: np.ndarray, r: np.ndarray, classes) -> np.ndarray:
+    """Solve M x = r for the arrowhead M of (31) by the Schur complement on the base:
+    O(sum n_i^3 + 6^3). ``classes`` lists (positions (B, s)) of equal-size leg blocks."""
+    S = M[:6, :6].copy()
+    rb = r[:6].copy()
+    parts = []
+    for idx in classes:
+        D = M[idx[:, :, None], idx[:, None, :]]                      # (B, s, s)
+        Bt = M[idx, :6]                                              # (B, s, 6)
+        rhs = np.concatenate([Bt, r[idx][:, :, None]], axis=2)       # (B, s, 7)
+        Y = np.linalg.solve(D, rhs)
+        S -= np.einsum("bsi,bsj->ij", Bt, Y[:, :, :6])
+        rb -= np.einsum("bsi,bs->i", Bt, Y[:, :, 6])
+        parts.append((idx, Y))
+    x = np.empty_like(r)
+    xb = np.linalg.solve(S, rb)
+    x[:6] = xb
+    for idx, Y in parts:
+        x[idx] = Y[:, :, 6] - Y[:, :, :6] @ xb
+    return x
+
+
+def schur_classes(group_of_column: np.ndarray) -> List[np.ndarray]:
+    """Positions in v (base first) of each leg module, grouped by module size."""
+    by_group = {}
+    for col, g in enumerate(group_of_column):
+        by_group.setdefault(int(g), []).append(6 + col)
+    by_size = {}
+    for cols in by_group.values():
+        by_size.setdefault(len(cols), []).append(cols)
+    return [np.array(v, dtype=int) for v in by_size.values()]
+
+
+# ================================================================================ direct
+class HamelDirect(ModularEngine):
+    """Paper 000 in its direct form: per-link modules, Lemma 3 derivatives (see module doc)."""
+
+    name = "hamel"
+
+    def _assemble(self, morphology):
+        tree = self.data.compile(morphology)
+        coords = _Coordinates(self.data, tree.q_index, tree.v_index, tree.locked)
+        groups = [np.flatnonzero(tree.group == g) for g in range(tree.ngroups)]
+        cols = {}
+        for bodies in groups:
+            for l in bodies:
+                cols[l] = np.flatnonzero(tree.anc[bodies, l])  # local columns: l and its ancestors
+        classes = schur_classes(tree.group[1:])
+        return tree, coords, groups, cols, classes
+
+    def _install(self, built) -> None:
+        self.tree, self.coords, self.groups, self.cols, self.classes = built
+
+    # ------------------------------------------------------------------ kinematics (12, 16-17)
+    def _fk(self, q):
+        t = self.tree
+        n = t.n
+        R = np.empty((n + 1, 3, 3))
+        p = np.empty((n + 1, 3))
+        R[0], p[0] = np.eye(3), 0.0
+        th = q[7:]
+        for b in range(1, n + 1):
+            par = t.parent[b]
+            if t.kind[b] == 0:
+                Rl, pl = t.R0[b] @ rot_axis(t.axis[b], th[b - 1]), t.p0[b]
+            else:
+                Rl, pl = t.R0[b], t.p0[b] + t.R0[b] @ (t.axis[b] * th[b - 1])
+            R[b] = R[par] @ Rl
+            p[b] = p[par] + R[par] @ pl
+        xi = np.zeros((n + 1, 6))
+        Mbb = np.empty((n + 1, 6, 6))
+        Mbb[0] = t.I6[0]
+        for b in range(1, n + 1):
+            xi[b] = Ad(R[b], p[b]) @ t.S[b]                 # xi'_b: joint twist in X_b
+            X = Ad_inv(R[b], p[b])
+            Mbb[b] = X.T @ t.I6[b] @ X                      # Lemma 1: M^bb_l
+        return R, p, xi, Mbb
+
+    def _J(self, bodies, l, xi):
+        J = np.zeros((6, len(bodies)))
+        c = self.cols[l]
+        J[:, c] = xi[bodies[c]].T
+        return J
+
+    # ------------------------------------------------------------------ M (31)-(32)
+    def _mass(self, xi, Mbb):
+        M = np.zeros((self.nv, self.nv))
+        M[:6, :6] = Mbb[0]
+        for bodies in self.groups:
+            cols = 5 + bodies
+            Mbb_leg = np.zeros((6, 6))
+            Mbt = np.zeros((6, len(bodies)))
+            Mtt = np.zeros((len(bodies), len(bodies)))
+            for l in bodies:                                # x_ij = 1 for every link present
+                J = self._J(bodies, l, xi)
+                MJ = Mbb[l] @ J
+                Mbb_leg += Mbb[l]
+                Mbt += MJ
+                Mtt += J.T @ MJ
+            M[:6, :6] += Mbb_leg
+            M[:6, cols] = Mbt
+            M[cols, :6] = Mbt.T
+            M[np.ix_(cols, cols)] = Mtt
+        return M
+
+    def mass_matrix(self, q: np.ndarray) -> np.ndarray:
+        self._check(q)
+        _, _, xi, Mbb = self._fk(q)
+        return self._mass(xi, Mbb)
+
+    # ------------------------------------------------------------------ C v (44)-(48)
+    def _coriolis(self, xi, Mbb, v):
+        Vb = v[:6]
+        Cv = np.zeros(self.nv)
+        Pb = Mbb[0] @ Vb                                     # P = M v, body rows
+        for bodies in self.groups:
+            ng = len(bodies)
+            cols = 5 + bodies
+            vg = np.concatenate([Vb, v[cols]])
+            Acal = np.zeros((6 + ng, 6 + ng))                # (45): M dot of this leg module
+            dP = np.zeros((6 + ng, ng))                      # dP/dtheta_k with v fixed
+            for l in bodies:
+                J = self._J(bodies, l, xi)
+                Ml = Mbb[l]
+                Pb += Ml @ (J @ vg[6:] + Vb)
+                c = self.cols[l]
+                for i, k in enumerate(c):
+                    adk = ad(xi[bodies[k]])
+                    dMbb = -adk.T @ Ml - Ml @ adk            # Lemma 3 (43), corrected
+                    dJ = np.zeros((6, ng))
+                    for m in c[i + 1:]:                       # Lemma 3 (40), corrected
+                        dJ[:, m] = adk @ xi[bodies[m]]
+                    dMbt = dMbb @ J + Ml @ dJ                 # (36)
+                    dMtt = dJ.T @ Ml @ J + J.T @ dMbb @ J + J.T @ Ml @ dJ   # (37)
+                    dM = np.empty((6 + ng, 6 + ng))
+                    dM[:6, :6], dM[:6, 6:], dM[6:, :6], dM[6:, 6:] = dMbb, dMbt, dMbt.T, dMtt
+                    Acal += vg[6 + k] * dM
+                    dP[:, k] += dM @ vg
+            Av = Acal @ vg
+            Cv[:6] += Av[:6]
+            Cv[cols] += Av[6:] - 0.5 * (dP.T @ vg)           # -1/2 [D E] v   (47-48)
+        # -1/2 B V = -ad(V_b)^T P_b   (46)
+        Cv[:6] += force_cross(Vb, Pb)
+        return Cv
+
+    def coriolis(self, q: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """C(q, v) v of Proposition 2."""
+        self._check(q, v)
+        _, _, xi, Mbb = self._fk(q)
+        return self._coriolis(xi, Mbb, v)
+
+    # ------------------------------------------------------------------ N (9)
+    def _gravity(self, q, R, p, xi, Mbb):
+        t = self.tree
+        ghat = -quat_to_rot(q[3:7]).T @ GRAVITY              # g0 R_sb^T e_z
+        m = t.mass
+        com = np.zeros((t.n + 1, 3))                         # CoM of each body in X_b
+        for b in range(t.n + 1):
+            if m[b] > 0:
+                c_local = _vee3(t.I6[b][3:, :3]) / m[b]
+                com[b] = R[b] @ c_local + p[b]
+        N = np.zeros(self.nv)
+        N[:3] = m.sum() * ghat
+        N[3:6] = (m[:, None] * np.cross(com, ghat)).sum(0)
+        for k in range(1, t.n + 1):                          # dp_l/dtheta_k = xi'_v + xi'_w x p_l
+            below = t.anc[k, :] > 0
+            dp = xi[k, :3] + np.cross(xi[k, 3:], com[below])
+            N[5 + k] = (m[below] * (dp @ ghat)).sum()
+        return N
+
+    def gravity(self, q: np.ndarray) -> np.ndarray:
+        self._check(q)
+        R, p, xi, Mbb = self._fk(q)
+        return self._gravity(q, R, p, xi, Mbb)
+
+    def nle(self, q: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """h = C(q, v) v + N(Q)."""
+        self._check(q, v)
+        R, p, xi, Mbb = self._fk(q)
+        return self._coriolis(xi, Mbb, v) + self._gravity(q, R, p, xi, Mbb)
+
+    # ------------------------------------------------------------------ tip Jacobians (11)
+    def _tips(self, R, p, xi):
+        t = self.tree
+        J = np.zeros((6 * len(t.tips), self.nv))
+        for i, tip in enumerate(t.tips):
+            b = tip.body
+            Rt, pt = R[b] @ tip.R, p[b] + R[b] @ tip.p
+            X = Ad_inv(Rt, pt)
+            rows = slice(6 * i, 6 * i + 6)
+            J[rows, :6] = X
+            anc = np.flatnonzero(t.anc[1:, b]) + 1
+            J[rows, 5 + anc] = X @ xi[anc].T
+        return J
+
+    def tip_jacobians(self, q: np.ndarray) -> np.ndarray:
+        """Stacked LOCAL tip Jacobians (6 per existing tip, in ``tips`` order)."""
+        self._check(q)
+        R, p, xi, _ = self._fk(q)
+        return self._tips(R, p, xi)
+
+    @property
+    def tips(self) -> List[str]:
+        return [t.name for t in self.tree.tips]
+
+    # ------------------------------------------------------------------ FD / ID
+    def forward_dynamics(self, q, v, tau, f_tips=None) -> np.ndarray:
+        """v_dot = M^-1 (tau - C v - N + J^T F_t), by the arrowhead Schur complement."""
+        self._check(q, v)
+        R, p, xi, Mbb = self._fk(q)
+        M = self._mass(xi, Mbb)
+        r = np.asarray(tau, float) - self._coriolis(xi, Mbb, v) - self._gravity(q, R, p, xi, Mbb)
+        if f_tips is not None:
+            r = r + _tip_forces(self._tips(R, p, xi), f_tips)
+        return arrowhead_solve(M, r, self.classes)
+
+    def inverse_dynamics(self, q, v, a, f_tips=None) -> np.ndarray:
+        """tau = M a + C v + N - J^T F_t (every coordinate, base included)."""
+        self._check(q, v)
+        R, p, xi, Mbb = self._fk(q)
+        tau = self._mass(xi, Mbb) @ a + self._coriolis(xi, Mbb, v) + self._gravity(q, R, p, xi, Mbb)
+        if f_tips is not None:
+            tau = tau - _tip_forces(self._tips(R, p, xi), f_tips)
+        return tau
+
+
+# ================================================================================ fast
+class HamelFast(ModularEngine):
+    """Paper 000's fast form, vectorised over every leg at once (see module doc)."""
+
+    name = "hamel_fast"
+
+    def __init__(self, robot, morphology=None):
+        d = tree_data(robot)
+        n = d.n
+        self._n = n
+        self._parent = d.parent
+        self._levels = []
+        for depth in range(1, int(d.depth.max()) + 1 if n else 1):
+            bodies = np.flatnonzero(d.depth == depth)
+            self._levels.append((bodies, d.parent[bodies], bodies - 1))
+        ax = d.axis[1:]
+        K = skew_b(ax) * (d.kind[1:] == 0)[:, None, None]     # prismatic joints do not rotate
+        self._K = d.R0[1:] @ K                              # R0 K and R0 K^2: R0 Rot(th)
+        self._K2 = d.R0[1:] @ (K @ K)
+        self._R0 = d.R0[1:]
+        self._rev = (d.kind[1:] == 0).astype(float)[:, None]
+        self._pri = (d.kind[1:] == 1).astype(float)[:, None]
+        self._any_pri = bool(self._pri.any())
+        self._R0ax = np.einsum("nij,nj->ni", d.R0[1:], ax)
+        self._p0 = d.p0[1:]
+        self._axis = ax
+        self._A = d.anc[1:, 1:].copy()                       # A[m, l]: m is l or above it
+        self._AT = self._A.T.copy()
+        self._Ib = d.I6[0]
+        self._pidx = d.parent[1:]                            # parent body (0 = base)
+        self._eye = np.eye(3)
+        super().__init__(robot, morphology)
+
+    def _assemble(self, morphology):
+        d = self.data
+        exist, locked = d.masks(morphology)
+        active = exist[1:].copy()
+        for b in locked:
+            active[b - 1] = 0.0
+        act = np.flatnonzero(active)                         # 0-based joint indices
+        I6e = d.I6[1:] * exist[1:, None, None]               # x_ij multiplies link l_ij
+        tips = [t for t in d.tips if exist[t.body] > 0]
+        tip_body = np.array([t.body - 1 for t in tips], dtype=int)
+        tipR = np.array([t.R for t in tips]).reshape(-1, 3, 3)
+        tipp = np.array([t.p for t in tips]).reshape(-1, 3)
+        tip_mask = self._A[np.ix_(act, tip_body)].T if len(tips) else np.zeros((0, len(act)))
+        q_index = np.concatenate([np.arange(7), 7 + act])
+        v_index = np.concatenate([np.arange(6), 6 + act])
+        coords = _Coordinates(d, q_index, v_index, locked)
+        classes = schur_classes(d.group[1 + act])
+        Aact = self._A[np.ix_(act, act)]
+        return (coords, act, I6e, tips, tip_body, tipR, tipp, tip_mask, classes, Aact)
+
+    def _install(self, built) -> None:
+        (self.coords, self._act, self._I6e, self._tips, self._tip_body, self._tipR, self._tipp,
+         self._tip_mask, self.classes, self._Aact) = built
+        self._thfill = self.coords.q_fill[7:].copy()
+
+    @property
+    def tips(self) -> List[str]:
+        return [t.name for t in self._tips]
+
+    # ------------------------------------------------------------------ kinematics
+    def _fk(self, q):
+        th = self._thfill.copy()
+        th[self._act] = q[7:]
+        s, c = np.sin(th)[:, None, None], np.cos(th)[:, None, None]
+        Rl = self._R0 + s * self._K + (1.0 - c) * self._K2  # R0 Rot(axis, th), every joint
+        pl = self._p0 + self._R0ax * (th[:, None] * self._pri) if self._any_pri else self._p0
+        n = self._n
+        R = np.empty((n + 1, 3, 3))
+        p = np.empty((n + 1, 3))
+        R[0] = self._eye
+        p[0] = 0.0
+        for bodies, parents, rows in self._levels:           # one batched step per depth
+            Rp = R[parents]
+            R[bodies] = Rp @ Rl[rows]
+            p[bodies] = p[parents] + (Rp @ pl[rows][:, :, None])[:, :, 0]
+        R, p = R[1:], p[1:]
+        w = (R @ self._axis[:, :, None])[:, :, 0]
+        xi = np.empty((n, 6))
+        if self._any_pri:
+            xi[:, :3] = _cross(p, w) * self._rev + w * self._pri
+            xi[:, 3:] = w * self._rev
+        else:
+            xi[:, :3] = _cross(p, w)
+            xi[:, 3:] = w
+        X = Ad_inv_b(R, p)
+        Mbb = np.swapaxes(X, 1, 2) @ self._I6e @ X          # x_ij M^bb_ij for every link
+        return R, p, xi, Mbb
+
+    def _mass(self, xi, Mbb):
+        n = self._n
+        act = self._act
+        Ic = (self._A @ Mbb.reshape(n, 36)).reshape(n, 6, 6)
+        xa = xi[act]
+        F = (Ic[act] @ xa[:, :, None])[:, :, 0]
+        X = (xa @ F.T) * self._Aact
+        nv = 6 + len(act)
+        M = np.empty((nv, nv))
+        M[:6, :6] = self._Ib + Mbb.sum(0)
+        M[:6, 6:] = F.T
+        M[6:, :6] = F
+        M[6:, 6:] = X + X.T - np.diag(np.diag(X))
+        return M
+
+    def _h(self, q, xi, Mbb, v, with_velocity=True):
+        n = self._n
+        g6 = np.zeros(6)
+        g6[:3] = quat_to_rot(q[3:7]).T @ GRAVITY
+        Ib = self._Ib
+        if with_velocity:
+            Vb = v[:6]
+            thd = np.zeros(n)
+            thd[self._act] = v[6:]
+            Xd = xi * thd[:, None]
+            Vrel = self._AT @ Xd                             # relative twist of every link
+            Vext = np.zeros((n + 1, 6))
+            Vext[1:] = Vrel
+            c = _mcross(Vext[self._pidx], Xd)
+            a = _mcross(Vb, Vrel) + self._AT @ c             # link acceleration at v_dot = 0
+            V = Vrel + Vb
+            P = (Mbb @ V[:, :, None])[:, :, 0]
+            w = (Mbb @ (a - g6)[:, :, None])[:, :, 0] + _fcross(V, P)
+            hb = w.sum(0) - Ib @ g6 + _fcross(Vb, Ib @ Vb)
+        else:
+            w = -(Mbb @ g6)
+            hb = w.sum(0) - Ib @ g6
+        act = self._act
+        wt = self._A[act] @ w                                # subtree sums
+        h = np.empty(6 + len(act))
+        h[:6] = hb
+        h[6:] = (xi[act] * wt).sum(1)
+        return h
+
+    def _tipJ(self, R, p, xi):
+        tb = self._tip_body
+        Rt = R[tb] @ self._tipR
+        pt = p[tb] + (R[tb] @ self._tipp[:, :, None])[:, :, 0]
+        X = Ad_inv_b(Rt, pt)                                 # (T, 6, 6)
+        T = len(tb)
+        J = np.empty((T, 6, 6 + len(self._act)))
+        J[:, :, :6] = X
+        J[:, :, 6:] = (X @ xi[self._act].T) * self._tip_mask[:, None, :]
+        return J.reshape(6 * T, -1)
+
+    # ------------------------------------------------------------------ public
+    def mass_matrix(self, q):
+        self._check(q)
+        _, _, xi, Mbb = self._fk(q)
+        return self._mass(xi, Mbb)
+
+    def nle(self, q, v):
+        self._check(q, v)
+        _, _, xi, Mbb = self._fk(q)
+        return self._h(q, xi, Mbb, v)
+
+    def mass_and_nle(self, q, v):
+        self._check(q, v)
+        _, _, xi, Mbb = self._fk(q)
+        return self._mass(xi, Mbb), self._h(q, xi, Mbb, v)
+
+    def gravity(self, q):
+        self._check(q)
+        _, _, xi, Mbb = self._fk(q)
+        return self._h(q, xi, Mbb, None, with_velocity=False)
+
+    def coriolis(self, q, v):
+        self._check(q, v)
+        _, _, xi, Mbb = self._fk(q)
+        return self._h(q, xi, Mbb, v) - self._h(q, xi, Mbb, None, with_velocity=False)
+
+    def tip_jacobians(self, q):
+        self._check(q)
+        R, p, xi, _ = self._fk(q)
+        return self._tipJ(R, p, xi)
+
+    def forward_dynamics(self, q, v, tau, f_tips=None):
+        self._check(q, v)
+        R, p, xi, Mbb = self._fk(q)
+        r = np.asarray(tau, float) - self._h(q, xi, Mbb, v)
+        if f_tips is not None:
+            r = r + _tip_forces(self._tipJ(R, p, xi), f_tips)
+        return arrowhead_solve(self._mass(xi, Mbb), r, self.classes)
+
+    def inverse_dynamics(self, q, v, a, f_tips=None):
+        self._check(q, v)
+        R, p, xi, Mbb = self._fk(q)
+        tau = self._mass(xi, Mbb) @ a + self._h(q, xi, Mbb, v)
+        if f_tips is not None:
+            tau = tau - _tip_forces(self._tipJ(R, p, xi), f_tips)
+        return tau
