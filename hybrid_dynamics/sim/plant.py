@@ -5,7 +5,8 @@ damage as the real robot would suffer it.
 
 Sensors (what a driver would publish)
   - joint encoders of the *actuated* joints (passive joints of closed linkages are hidden),
-    position and rate, with optional Gaussian noise; the effort field is the applied torque;
+    position and rate, with optional Gaussian noise; the effort field is the commanded torque
+    after clipping (a dead motor's command is still echoed);
   - the IMU at the robot's IMU site: orientation (x y z w), body angular rate and specific
     force, each with configurable white noise and a constant bias;
   - ground truth (base pose and twist), which no estimator may read: it goes on its own topic.
@@ -211,7 +212,10 @@ class Plant:
 
     # ------------------------------------------------------------------ sensors
     def joint_states(self):
-        """(names, positions, velocities, efforts) of the actuated joints, as encoders give them."""
+        """(names, positions, velocities, efforts) of the actuated joints, as encoders give them.
+
+        The effort is the torque the driver was commanded (clipped to the limit), as most
+        effort interfaces echo it: a dead motor's command is still reported."""
         nz = self.noise
         idx = [self.joint_names.index(n) for n in self.actuated_joints]
         pos = self.data.qpos[self._qadr[idx]].copy()
@@ -220,8 +224,7 @@ class Plant:
             pos += self.rng.normal(0.0, nz.joint_position_std, pos.shape)
         if nz.joint_velocity_std:
             vel += self.rng.normal(0.0, nz.joint_velocity_std, vel.shape)
-        effort = np.where(self._act_enabled, self._tau, 0.0)
-        return list(self.actuated_joints), pos, vel, effort
+        return list(self.actuated_joints), pos, vel, self._tau.copy()
 
     def _read(self, name: str) -> np.ndarray:
         adr, dim = self._sensor[name]

@@ -1,0 +1,334 @@
+"""Locomotion planner: from ``/cmd_vel`` and the morphology to whole-body references.
+
+The planner integrates a *nominal frame* ``N(t) = (x, y, yaw)`` at the commanded planar twist.
+Each foot has a nominal position ``n_i`` in that frame (the standing pose). A stance foot
+stays where it landed; a swing foot lands at ``N(t_td + T_stance/2) n_i`` (under its nominal
+point at mid-stance, a Raibert-style foothold re-computed every cycle while it swings, so it
+follows a changing command) along :func:`~.swing.swing_point`.
+
+The base follows ``N(t)`` at the standing height, level, plus an offset ``O(t)`` for static
+gaits: at the start of each slot the offset target ``O_k`` is the smallest shift that keeps the
+CoM at least ``margin`` inside the support polygon of the feet that stay down for the whole
+swing of that slot (at its start and at its end: the body keeps moving while the leg swings),
+and the body moves there, minimum-jerk, while every foot is down.
+
+Which legs walk: every leg whose contact survives the morphology and none of whose joints is
+locked (a leg with a locked joint is held up, its foot tucked under the hip). Six walking legs
+with complete gait groups: the tripod; 4 or 5: the wave gait; 3: stand still, CoM centred.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, List, Mapping, Optional, Sequence
+
+import numpy as np
+import pinocchio as pin
+
+from ...errors import InputError
+from . import gait as gaits
+from .gait import GaitPattern, GaitScheduler
+from .swing import convex_hull, halfplanes, min_jerk, project, swing_point
+
+
+@dataclass
+class LocomotionConfig:
+    tripod_period: float = 1.3          # s, Table IV's T_g
+    step_height: float = 0.025          # m
+    wave_period: float = 1.4            # s, a wave cycle (one slot per walking leg)
+    shift_fraction: float = 0.35        # of a wave slot, every foot down while the body shifts
+    stability_margin: float = 0.02      # m, CoM inside the support polygon
+    settle_time: float = 0.4            # s after a morphology change before the new gait starts
+    max_speed: float = 0.15             # m/s, |cmd_vel| is clipped to this
+    max_stride: float = 0.075           # m a stance foot may sweep under the body: caps the speed per gait
+    max_yaw_rate: float = 0.5           # rad/s
+    max_accel: float = 0.2              # m/s^2 (and rad/s^2): the command is ramped
+    tuck: float = 0.04                  # m, how far a non-walking foot is lifted
+
+    @classmethod
+    def from_dict(cls, data: Optional[Mapping] = None) -> "LocomotionConfig":
+        data = dict(data or {})
+        unknown = set(data) - set(cls.__dataclass_fields__)
+        if unknown:
+            raise InputError(f"unknown locomotion setting(s): {', '.join(sorted(unknown))}", field="locomotion")
+        return cls(**{k: float(v) for k, v in data.items()})
+
+
+@dataclass
+class FootReference:
+    position: np.ndarray
+    velocity: np.ndarray
+    acceleration: np.ndarray
+    stance: bool
+
+
+@dataclass
+class LocomotionReference:
+    """What the whole-body controller tracks at one instant (world frame)."""
+    t: float
+    base_position: np.ndarray
+    base_orientation: np.ndarray          # quaternion x y z w
+    base_linear_velocity: np.ndarray
+    base_angular_velocity: np.ndarray
+    base_linear_acceleration: np.ndarray
+    com_position: np.ndarray
+    feet: Dict[str, FootReference]        # contact frame -> reference
+    gait: str
+    walking_legs: List[str] = field(default_factory=list)
+
+    @property
+    def stance(self) -> Dict[str, bool]:
+        return {frame: ref.stance for frame, ref in self.feet.items()}
+
+
+def _yaw_rot(yaw: float) -> np.ndarray:
+    c, s = np.cos(yaw), np.sin(yaw)
+    return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+
+
+class LocomotionPlanner:
+    """Gait scheduling, footholds, swing trajectories and body motion for any set of legs."""
+
+    def __init__(self, robot, config: Optional[LocomotionConfig | Mapping] = None):
+        self.robot = robot
+        self.config = config if isinstance(config, LocomotionConfig) else LocomotionConfig.from_dict(config)
+        model = robot.model
+        data = model.createData()
+        q0 = robot.q_stand.copy()
+        q0[:3] = 0.0
+        q0[3:7] = (0, 0, 0, 1)
+        pin.framesForwardKinematics(model, data, q0)
+        self.leg_of = {c.frame: c.leg for c in robot.contacts}
+        self.frame_of = {c.leg: c.frame for c in robot.contacts}
+        self.nominal = {c.frame: data.oMf[model.getFrameId(c.frame)].translation.copy() for c in robot.contacts}
+        self.hips = {}
+        for leg in robot.legs:
+            if leg.contact_frame in self.nominal and leg.joints:
+                self.hips[leg.name] = data.oMi[leg.joints[0]].translation[:2].copy()
+        self._com_offset_model = model
+        self.morphology_map = None
+        self.walking: List[str] = []
+        self.scheduler: Optional[GaitScheduler] = None
+        self.t = None
+
+    # ------------------------------------------------------------------ set-up
+    def reset(self, t: float, q: np.ndarray) -> None:
+        """Start standing at the measured configuration ``q`` (every foot down where it is)."""
+        model = self.robot.model
+        data = model.createData()
+        pin.framesForwardKinematics(model, data, q)
+        R = pin.Quaternion(q[6], *q[3:6]).toRotationMatrix()
+        yaw = float(np.arctan2(R[1, 0], R[0, 0]))
+        self.N = np.array([q[0], q[1], yaw])
+        self.height = float(q[2])
+        self.feet_pos = {f: data.oMf[model.getFrameId(f)].translation.copy() for f in self.nominal}
+        self.ground = float(np.median([p[2] for p in self.feet_pos.values()]))
+        self.offset = np.zeros(2)
+        self.offset_from = np.zeros(2)
+        self.offset_to = np.zeros(2)
+        self.offset_window = (t, t)
+        self.landing: Dict[str, tuple] = {}
+        self.lift_from: Dict[str, np.ndarray] = {}
+        self.touchdown: Dict[str, np.ndarray] = {}
+        self.t = float(t)
+        self.cmd = np.zeros(3)
+        self.cmd_ramped = np.zeros(3)
+        self._slot_seen = None
+        self.set_morphology(self.morphology_map, t, settle=0.0)
+
+    def walking_legs(self, mmap=None) -> List[str]:
+        if mmap is None:
+            return [c.leg for c in self.robot.contacts if c.leg in self.hips]
+        model = self.robot.model
+        locked = {model.names[j] for j in mmap.locked_joints}
+        legs = []
+        for c in mmap.contacts:
+            leg = next((l for l in self.robot.legs if l.name == c.leg), None)
+            if leg is None or c.leg not in self.hips:
+                continue
+            if any(model.names[j] in locked for j in leg.joints):
+                continue
+            legs.append(c.leg)
+        return legs
+
+    def choose_gait(self, legs: Sequence[str]) -> GaitPattern:
+        cfg = self.config
+        groups = [list(g) for g in self.robot.gait_groups]
+        if len(legs) == len(self.hips) and len(groups) == 2 and set(sum(groups, [])) == set(legs):
+            return gaits.tripod(groups, cfg.tripod_period)
+        return gaits.wave({leg: self.hips[leg] for leg in legs}, cfg.wave_period / len(legs), cfg.shift_fraction)
+
+    def set_morphology(self, mmap, t: float, settle: Optional[float] = None) -> None:
+        """Re-plan for a new morphology (``None``: healthy) from time ``t``."""
+        self.morphology_map = mmap
+        legs = self.walking_legs(mmap)
+        pattern = self.choose_gait(legs)
+        settle = self.config.settle_time if settle is None else settle
+        model = mmap.model if mmap is not None else self.robot.model
+        q0 = mmap.expand_q(mmap.reduce_q(self.robot.q_stand)) if mmap is not None else self.robot.q_stand.copy()
+        q0[:3] = 0.0
+        data = model.createData()
+        self.com_offset = pin.centerOfMass(model, data, q0)[:2].copy()
+        if self.t is not None and self.scheduler is not None:
+            # feet in the air land during the settle time, straight down to their foothold
+            for frame in list(self.nominal):
+                leg = self.leg_of[frame]
+                if leg in self.walking and not self.scheduler.phase(t, leg).stance and leg in legs:
+                    target = self._foothold_now(frame)
+                    self.landing[frame] = (self.feet_pos[frame].copy(), target, t, t + max(settle, 0.2))
+        self.walking = legs
+        self.pattern = pattern
+        self.speed_limit = self.config.max_stride / max(pattern.stance_time, 1e-6)
+        self.scheduler = GaitScheduler(pattern, t + settle)
+        self._slot_seen = None
+        if pattern.static:
+            # shift right away into the polygon of every walking foot, then per slot
+            self._plan_offset(t, t + max(settle, 0.2), exclude=None)
+
+    # ------------------------------------------------------------------ geometry
+    def _frame_point(self, N: np.ndarray, p_nominal: np.ndarray) -> np.ndarray:
+        return np.array([N[0], N[1], 0.0]) + _yaw_rot(N[2]) @ p_nominal
+
+    def _predict_N(self, dt: float) -> np.ndarray:
+        vx, vy, wz = self._effective_cmd()
+        yaw = self.N[2]
+        v_world = _yaw_rot(yaw)[:2, :2] @ np.array([vx, vy])
+        return np.array([self.N[0] + v_world[0] * dt, self.N[1] + v_world[1] * dt, yaw + wz * dt])
+
+    def _effective_cmd(self) -> np.ndarray:
+        if self.pattern.name == "stand":
+            return np.zeros(3)
+        cmd = self.cmd_ramped.copy()
+        speed = float(np.linalg.norm(cmd[:2]))
+        if speed > self.speed_limit:
+            cmd[:2] *= self.speed_limit / speed
+        return cmd
+
+    def _foothold_now(self, frame: str) -> np.ndarray:
+        p = self._frame_point(self.N, self.nominal[frame])
+        p[2] = self.ground
+        return p
+
+    def _foothold(self, frame: str, t_touchdown: float) -> np.ndarray:
+        ahead = t_touchdown + 0.5 * self.pattern.stance_time - self.t
+        p = self._frame_point(self._predict_N(ahead), self.nominal[frame])
+        p[2] = self.ground
+        return p
+
+    def _com_xy(self, base_xy: np.ndarray, yaw: float) -> np.ndarray:
+        return base_xy + _yaw_rot(yaw)[:2, :2] @ self.com_offset
+
+    def _plan_offset(self, t_from: float, t_to: float, exclude: Optional[str], swing_end: Optional[float] = None) -> None:
+        """Offset target: CoM inside the polygon of the walking feet other than ``exclude``,
+        from ``t_to`` until ``swing_end`` (the body keeps moving at the command meanwhile)."""
+        support = [self.feet_pos[self.frame_of[leg]][:2] for leg in self.walking if leg != exclude]
+        hull = convex_hull(support)
+        if len(hull) < 3:
+            return
+        A, b = halfplanes(hull)
+        yaw = self.N[2]
+        com_rel = _yaw_rot(yaw)[:2, :2] @ self.com_offset
+        times = [t_to] + ([swing_end] if swing_end is not None else [])
+        rows_A, rows_b = [], []
+        for margin in (self.config.stability_margin, 0.5 * self.config.stability_margin, 0.0):
+            rows_A, rows_b = [], []
+            for tt in times:
+                base = self._predict_N(tt - self.t)[:2]
+                rows_A.append(A)
+                rows_b.append(b - margin - A @ (base + com_rel))
+            Aa, bb = np.vstack(rows_A), np.concatenate(rows_b)
+            target = project(np.zeros(2), Aa, bb)
+            if np.all(Aa @ target <= bb + 1e-6):
+                break
+        self.offset_from = self.offset.copy()
+        self.offset_to = target
+        self.offset_window = (t_from, t_to)
+
+    # ------------------------------------------------------------------ the cycle
+    def set_command(self, vx: float, vy: float = 0.0, wz: float = 0.0) -> None:
+        cfg = self.config
+        v = np.array([vx, vy], float)
+        speed = np.linalg.norm(v)
+        if speed > cfg.max_speed:
+            v *= cfg.max_speed / speed
+        self.cmd = np.array([v[0], v[1], float(np.clip(wz, -cfg.max_yaw_rate, cfg.max_yaw_rate))])
+
+    def update(self, t: float) -> LocomotionReference:
+        if self.t is None:
+            raise RuntimeError("LocomotionPlanner.reset(t, q) must be called first")
+        dt = max(float(t) - self.t, 0.0)
+        pattern, sched = self.pattern, self.scheduler
+        standing = pattern.swing_fraction <= 0.0 or t < sched.t0
+        if not standing:
+            step = self.config.max_accel * dt
+            self.cmd_ramped += np.clip(self.cmd - self.cmd_ramped, -step, step)
+        cmd = self._effective_cmd()
+        if not standing:
+            yaw = self.N[2]
+            v_world = _yaw_rot(yaw)[:2, :2] @ cmd[:2]
+            self.N = self.N + np.array([v_world[0], v_world[1], cmd[2]]) * dt
+        self.t = float(t)
+        # body offset for static gaits: a new target at the start of every slot
+        if pattern.static and not standing and pattern.swing_fraction > 0.0:
+            k, start, end = sched.slot(t)
+            if self._slot_seen != (k, start):
+                self._slot_seen = (k, start)
+                swing_start = start + pattern.shift_fraction * (end - start)
+                self._plan_offset(start, swing_start, exclude=pattern.legs[k], swing_end=end)
+        t0, t1 = self.offset_window
+        u = (t - t0) / (t1 - t0) if t1 > t0 else 1.0
+        b, db, ddb = min_jerk(u)
+        span = self.offset_to - self.offset_from
+        self.offset = self.offset_from + b * span
+        d_offset = db * span / (t1 - t0) if t1 > t0 and 0 <= u <= 1 else np.zeros(2)
+        dd_offset = ddb * span / (t1 - t0) ** 2 if t1 > t0 and 0 <= u <= 1 else np.zeros(2)
+
+        yaw = self.N[2]
+        R = _yaw_rot(yaw)
+        moving = 0.0 if standing else 1.0
+        base = np.array([self.N[0] + self.offset[0], self.N[1] + self.offset[1], self.height])
+        v_lin = np.zeros(3)
+        v_lin[:2] = moving * (R[:2, :2] @ cmd[:2]) + d_offset
+        a_lin = np.zeros(3)
+        a_lin[:2] = dd_offset
+        quat = pin.Quaternion(R).coeffs().copy()
+        com = base.copy()
+        com[:2] = self._com_xy(base[:2], yaw)
+
+        feet: Dict[str, FootReference] = {}
+        zero = np.zeros(3)
+        for frame, nominal in self.nominal.items():
+            leg = self.leg_of[frame]
+            if self.morphology_map is not None and frame not in {c.frame for c in self.morphology_map.contacts}:
+                continue
+            if leg not in self.walking:       # held up, tucked towards the hip
+                p = base + R @ (np.array([0.85 * nominal[0], 0.85 * nominal[1], nominal[2] + self.config.tuck]))
+                self.feet_pos[frame] = p
+                feet[frame] = FootReference(p, v_lin.copy(), zero.copy(), False)
+                continue
+            if frame in self.landing:
+                p0, p1, ta, tb = self.landing[frame]
+                if t < tb:
+                    bb, dbb, ddbb = min_jerk((t - ta) / (tb - ta))
+                    pos = p0 + bb * (p1 - p0)
+                    self.feet_pos[frame] = pos
+                    feet[frame] = FootReference(pos, dbb * (p1 - p0) / (tb - ta),
+                                                ddbb * (p1 - p0) / (tb - ta) ** 2, False)
+                    continue
+                self.feet_pos[frame] = p1.copy()
+                del self.landing[frame]
+            phase = sched.phase(t, leg)
+            if phase.stance:
+                if self.lift_from.pop(frame, None) is not None:
+                    self.feet_pos[frame] = self.touchdown.pop(frame)     # landed exactly there
+                feet[frame] = FootReference(self.feet_pos[frame].copy(), zero.copy(), zero.copy(), True)
+                continue
+            if frame not in self.lift_from:
+                self.lift_from[frame] = self.feet_pos[frame].copy()
+            p0 = self.lift_from[frame]
+            p1 = self._foothold(frame, phase.end)
+            self.touchdown[frame] = p1
+            pos, vel, acc = swing_point(p0, p1, phase.progress, pattern.swing_time, self.config.step_height)
+            self.feet_pos[frame] = pos
+            feet[frame] = FootReference(pos, vel, acc, False)
+        return LocomotionReference(float(t), base, quat, v_lin, np.array([0.0, 0.0, moving * cmd[2]]), a_lin,
+                                   com, feet, pattern.name, list(self.walking))

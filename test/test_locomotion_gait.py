@@ -1,0 +1,113 @@
+"""Gait scheduling and body planning, checked geometrically: stance sets of the tripod (paper
+000's groups), one swing at a time in the wave gait with the CoM inside the support polygon
+of the feet that stay down, continuous swing trajectories landing where they aimed."""
+import numpy as np
+import pinocchio as pin
+import pytest
+
+from hybrid_dynamics.control.locomotion import LocomotionPlanner, tripod, wave
+from hybrid_dynamics.control.locomotion.gait import GaitScheduler, wave_order
+from hybrid_dynamics.control.locomotion.swing import convex_hull, margin, swing_point
+from hybrid_dynamics.model.morphology import Morphology, MorphologyMap
+from hybrid_dynamics.model.robot import load_robot
+
+
+@pytest.fixture(scope="module")
+def robot():
+    return load_robot("jethexa")
+
+
+def standing_q(robot):
+    q = robot.q_stand.copy()
+    q[2] = 0.114
+    return q
+
+
+def test_tripod_alternates_paper_groups(robot):
+    sched = GaitScheduler(tripod(robot.gait_groups, 1.3), t0=0.0)
+    for t in np.linspace(0.01, 2.6, 80):
+        stance = sched.stance(t)
+        down = {leg for leg, s in stance.items() if s}
+        assert down in ({"leg2", "leg3", "leg6"}, {"leg1", "leg4", "leg5"})
+    assert {l for l, s in sched.stance(0.3).items() if not s} == {"leg1", "leg4", "leg5"}
+
+
+def test_wave_order_is_a_crawl_for_four_legs():
+    hips = {"leg1": (0.09, -0.05), "leg2": (0.09, 0.05), "leg5": (-0.09, -0.05), "leg6": (-0.09, 0.05)}
+    assert wave_order(hips) == ["leg6", "leg2", "leg5", "leg1"]
+    pattern = wave(hips, slot=0.35)
+    sched = GaitScheduler(pattern, 0.0)
+    for t in np.linspace(0.0, 2 * pattern.period, 400):
+        assert sum(not s for s in sched.stance(t).values()) <= 1
+
+
+def test_swing_point_is_continuous_and_lands(robot):
+    p0, p1 = np.array([0.0, 0.0, 0.01]), np.array([0.06, 0.01, 0.01])
+    pos0, vel0, _ = swing_point(p0, p1, 0.0, 0.5, 0.025)
+    pos1, vel1, _ = swing_point(p0, p1, 1.0, 0.5, 0.025)
+    mid, _, _ = swing_point(p0, p1, 0.5, 0.5, 0.025)
+    assert np.allclose(pos0, p0) and np.allclose(pos1, p1)
+    assert np.allclose(vel0, 0) and np.allclose(vel1, 0)
+    assert mid[2] == pytest.approx(0.01 + 0.025)
+    # velocity is the derivative of position
+    h = 1e-6
+    a, _, _ = swing_point(p0, p1, 0.3, 0.5, 0.025)
+    b, v, _ = swing_point(p0, p1, 0.3 + h, 0.5, 0.025)
+    assert np.allclose((b - a) / (h * 0.5), v, atol=1e-4)
+
+
+def run_planner(robot, morphology, duration=7.0, speed=0.1, dt=0.005):
+    planner = LocomotionPlanner(robot)
+    planner.reset(0.0, standing_q(robot))
+    mmap = MorphologyMap(robot, morphology) if morphology is not None else None
+    if mmap is not None:
+        planner.set_morphology(mmap, 0.0)
+    planner.set_command(speed)
+    refs = [planner.update(t) for t in np.arange(0.0, duration, dt)]
+    return planner, refs
+
+
+@pytest.mark.parametrize("damage", ["s1", "s2", "locked"])
+def test_damaged_gait_keeps_the_com_inside_the_stance_polygon(robot, damage):
+    morph = Morphology.healthy(robot)
+    morph = {"s1": morph.remove_leg("leg3").remove_leg("leg4"),
+             "s2": morph.remove_links("leg4", 2).remove_links("leg5", 2),
+             "locked": morph.lock_joint("leg1_femur_joint", -0.25)}[damage]
+    planner, refs = run_planner(robot, morph)
+    assert planner.pattern.name == "wave"
+    worst = np.inf
+    for ref in refs:
+        if ref.t < planner.scheduler.t0:       # the feet in the air at the change land first
+            continue
+        down = [r.position[:2] for f, r in ref.feet.items() if r.stance and planner.leg_of[f] in ref.walking_legs]
+        assert len(down) >= 3
+        worst = min(worst, margin(ref.com_position[:2], convex_hull(down)))
+    assert worst > 0.005, worst
+    # and it walks: at least half of the healthy command
+    assert (refs[-1].base_position[0] - refs[-int(2 * planner.pattern.period / 0.005)].base_position[0]) / (refs[-1].t - refs[-int(2 * planner.pattern.period / 0.005)].t) > 0.05
+
+
+def test_stance_feet_do_not_move_and_tripod_follows_cmd_vel(robot):
+    planner, refs = run_planner(robot, None, duration=4.0, speed=0.1)
+    assert planner.pattern.name == "tripod"
+    for a, b in zip(refs, refs[1:]):
+        for f in a.feet:
+            if a.feet[f].stance and b.feet[f].stance:
+                assert np.allclose(a.feet[f].position, b.feet[f].position)
+    speed = (refs[-1].base_position[0] - refs[-200].base_position[0]) / (refs[-1].t - refs[-200].t)
+    assert speed == pytest.approx(0.1, rel=0.02)
+    # feet stay within reach: never more than the stride from their nominal place
+    for ref in refs:
+        R = pin.Quaternion(ref.base_orientation[3], *ref.base_orientation[:3]).toRotationMatrix()
+        for f, r in ref.feet.items():
+            rel = R.T @ (r.position - ref.base_position)
+            assert np.linalg.norm(rel[:2] - planner.nominal[f][:2]) < 0.05
+
+
+def test_three_legs_stand_still_with_com_centred(robot):
+    morph = Morphology.healthy(robot).remove_leg("leg2").remove_leg("leg3").remove_leg("leg5")
+    planner, refs = run_planner(robot, morph, duration=2.0)
+    assert planner.pattern.name == "stand"
+    down = [r.position[:2] for r in refs[-1].feet.values() if r.stance]
+    assert len(down) == 3 and margin(refs[-1].com_position[:2], convex_hull(down)) > 0.01
+    assert np.allclose(refs[-1].base_position[:2], refs[-40].base_position[:2])
