@@ -132,6 +132,9 @@ class Description:
     joints: List[Joint] = field(default_factory=list)
     loops: List[LoopClosure] = field(default_factory=list)
     mjcf_options: Dict[str, str] = field(default_factory=dict)
+    # ball-screw data of actuated prismatic joints, written to the loop YAML:
+    # joint -> {"lead": m/rev, "efficiency": 0..1, "max_force": N}
+    transmissions: Dict[str, Dict[str, float]] = field(default_factory=dict)
 
     # ----------------------------------------------------------------- building
     def add_link(self, link: Link) -> Link:
@@ -192,6 +195,27 @@ class Description:
         out.append("</robot>")
         return "\n".join(out) + "\n"
 
+    # ----------------------------------------------------------------- loop YAML
+    def to_loop_yaml(self) -> str:
+        """The loop-closure sidecar of :mod:`hybrid_dynamics.model.loops` (empty without loops)."""
+        if not self.loops:
+            return ""
+        out = []
+        if self.header:
+            out.extend("# " + line if line else "#" for line in self.header.strip("\n").splitlines())
+        out.append("closed_loop:")
+        out.extend(f"  - [{l.frame_a}, {l.frame_b}]" for l in self.loops)
+        out.append("type: [" + ", ".join("'6d'" if l.kind == "weld" else "'3d'" for l in self.loops) + "]")
+        out.append("constrained_axes:")
+        out.extend("  - [" + ", ".join(str(a) for a in l.axes) + "]" for l in self.loops)
+        out.append("name_mot:")
+        out.extend(f"  - {j.name}" for j in self.joints if j.kind != "fixed" and j.actuated)
+        if self.transmissions:
+            out.append("transmissions:")
+            for name, t in self.transmissions.items():
+                out.append(f"  {name}: {{" + ", ".join(f"{k}: {_f(v)}" for k, v in t.items()) + "}")
+        return "\n".join(out) + "\n"
+
     # ----------------------------------------------------------------- MJCF
     def to_mjcf(self) -> str:
         """MJCF with the same tree, inertias, limits; motors on actuated joints; a floor,
@@ -217,9 +241,11 @@ class Description:
         out.append('  </worldbody>')
         if self.loops:
             out.append('  <equality>')
+            solref = opts.get("eq_solref", "0.002 1")
+            solimp = f' solimp="{opts["eq_solimp"]}"' if "eq_solimp" in opts else ""
             for loop in self.loops:
                 out.append(f'    <{loop.kind} site1="{loop.frame_a}" site2="{loop.frame_b}" '
-                           f'solref="0.002 1"/>')
+                           f'solref="{solref}"{solimp}/>')
             out.append('  </equality>')
         actuated = [j for j in self.joints if j.kind != "fixed" and j.actuated]
         if actuated:
@@ -259,7 +285,9 @@ class Description:
             contact = ' contype="1" conaffinity="0"' if g.collides else ""
             out.append(f'{pad}  <geom type="{g.kind}" size="{_mjcf_size(g)}" pos="{_v(g.pose.xyz)}" '
                        f'quat="{_v(gq)}" rgba="{_v(g.rgba)}"{contact}/>')
-        for child in self.children(name):
+        # children in joint-name order: the order in which Pinocchio's URDF parser (urdfdom's
+        # joint map) numbers them, so that MuJoCo's and Pinocchio's coordinates line up
+        for child in sorted(self.children(name), key=lambda j: j.name):
             sub = self.links[child.child]
             if child.kind == "fixed" and not (sub.inertial and sub.inertial.mass > 0) \
                     and not self.children(child.child):

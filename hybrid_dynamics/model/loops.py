@@ -8,6 +8,12 @@
                                              # (a revolute cut 5, a planar loop 2 or 3)
     transmissions:                           # optional, per actuated prismatic joint
       joint_name: {lead: 0.005, efficiency: 0.9, max_force: 5000}
+
+Checks: :func:`load_loops` (every frame and joint exists), :func:`check_loops` (the rows are
+independent, their number equals the number of passive DoF, and the actuated joints
+determine the passive ones at a reference configuration: J_lu square and well conditioned,
+the loops closed there). :func:`load_mjcf_loops` reads MuJoCo ``<equality connect|weld>``
+loops through Pinocchio's MJCF parser.
 """
 from __future__ import annotations
 
@@ -15,8 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Tuple
 
+import numpy as np
 import pinocchio as pin
 
+from ..errors import InputError
 from .yamlio import load_yaml
 
 DEFAULT_AXES = {"3d": (0, 1, 2), "6d": (0, 1, 2, 3, 4, 5)}
@@ -98,3 +106,94 @@ def load_loops(path: str | Path, model: pin.Model) -> LoopSpec:
             raise doc.error("needs numbers lead, and optionally efficiency, max_force",
                             "transmissions", name) from None
     return LoopSpec(Path(path), loops, list(actuated), transmissions)
+
+
+def check_loops(model: pin.Model, spec: LoopSpec, q_ref: np.ndarray, *, closure_tol: float = 1e-6,
+                rcond_min: float = 1e-8) -> dict:
+    """Load-time determinacy checks at the reference configuration ``q_ref``.
+
+    Raises :class:`InputError` (naming the loop file) when the number of constraint rows is
+    not the number of passive DoF, when the rows are dependent (rank deficient J_l), when
+    J_lu is singular (the actuated joints leave some passive joint undetermined) or when the
+    loops are not closed at ``q_ref``. Returns the figures checked."""
+    from ..dynamics.closed_chain import LoopClosureKinematics   # dynamics imports model: lazy
+    kin = LoopClosureKinematics(None, spec, model=model, q_ref=q_ref)
+    where = {"file": str(spec.path)}
+    if kin.m != kin.n_pas:
+        raise InputError(f"{kin.m} constraint rows for {kin.n_pas} passive DoF "
+                         f"({kin.n_act} actuated): the loops leave passive DoF undetermined"
+                         if kin.m < kin.n_pas else
+                         f"{kin.m} constraint rows for {kin.n_pas} passive DoF: too many rows "
+                         "(select constrained_axes)", **where)
+    st = kin.compute(q_ref)
+    sv = np.linalg.svd(st.J, compute_uv=False) if st.J.size else np.ones(1)
+    rank = int(np.sum(sv > sv[0] * 1e-9)) if sv.size else 0
+    if rank < kin.m:
+        raise InputError(f"constraint rows are dependent (rank {rank} of {kin.m}): "
+                         "select independent constrained_axes", **where)
+    residual = float(np.max(np.abs(st.error))) if st.error.size else 0.0
+    if residual > closure_tol:
+        worst = int(np.argmax(np.abs(st.error)))
+        loop = _loop_of_row(spec, worst)
+        raise InputError(f"loop {loop.frame_a}-{loop.frame_b} is open by {residual:.3g} at the "
+                         "reference configuration", **where)
+    sv_u = np.linalg.svd(st.J[:, kin.iu], compute_uv=False) if kin.n_pas else np.ones(1)
+    rcond = float(sv_u[-1] / sv_u[0]) if sv_u.size and sv_u[0] > 0 else 0.0
+    if rcond < rcond_min:
+        raise InputError(f"the actuated joints do not determine the passive ones at the reference "
+                         f"configuration (J_lu condition {1 / max(rcond, 1e-300):.3g})", **where)
+    return {"rows": kin.m, "passive": kin.n_pas, "actuated": kin.n_act, "rank": rank,
+            "residual": residual, "jlu_condition": 1.0 / rcond}
+
+
+def _loop_of_row(spec: LoopSpec, row: int) -> LoopClosure:
+    for loop in spec.loops:
+        if row < len(loop.axes):
+            return loop
+        row -= len(loop.axes)
+    return spec.loops[-1]
+
+
+def load_mjcf_loops(path: str | Path, actuated: List[str] | None = None):
+    """(model, LoopSpec) from an MJCF file: the tree and its constraints through Pinocchio's MJCF
+    parser (``buildModelAndConstraintsFromMJCF``; a ``<freejoint>`` is the free flyer), each ``<equality connect>`` a '3d' loop and each ``<equality weld>`` a
+    '6d' loop between two sites (frames of the model). The actuated joints are those of the
+    ``<actuator>`` elements unless given."""
+    import xml.etree.ElementTree as ET
+    path = Path(path)
+    try:
+        root = ET.parse(path).getroot()
+    except FileNotFoundError:
+        raise InputError("file not found", file=str(path)) from None
+    except ET.ParseError as exc:
+        raise InputError(f"malformed XML: {exc}", file=str(path), line=exc.position[0]) from None
+    try:
+        model, points, frames = pin.buildModelAndConstraintsFromMJCF(str(path))
+    except (RuntimeError, ValueError) as exc:
+        raise InputError(f"not a valid MJCF: {str(exc).strip().splitlines()[0]}", file=str(path)) from None
+    parsed = {"connect": list(points), "weld": list(frames)}
+    loops = []
+    for eq in root.iter("equality"):
+        for el in eq:
+            if el.tag not in ("connect", "weld"):
+                continue
+            a, b = el.get("site1"), el.get("site2")
+            if a is None or b is None:
+                raise InputError(f"<{el.tag}> needs site1 and site2", file=str(path))
+            for f in (a, b):
+                if not model.existFrame(f):
+                    raise InputError(f"site '{f}' is not a frame of the model", file=str(path))
+            # Pinocchio's parser made the same constraint (between the same joints): cross-check
+            ja, jb = model.frames[model.getFrameId(a)].parentJoint, model.frames[model.getFrameId(b)].parentJoint
+            match = [c for c in parsed[el.tag] if {c.joint1_id, c.joint2_id} == {ja, jb}]
+            if match:
+                parsed[el.tag].remove(match[0])
+            else:
+                raise InputError(f"Pinocchio's MJCF parser does not find the {el.tag} {a}-{b}", file=str(path))
+            loops.append(LoopClosure(a, b, DEFAULT_AXES["3d" if el.tag == "connect" else "6d"]))
+    if actuated is None:
+        actuated = [el.get("joint") for act in root.iter("actuator") for el in act if el.get("joint")]
+    for name in actuated:
+        if not model.existJointName(name):
+            raise InputError(f"actuated joint '{name}' is not in the model", file=str(path))
+    return model, LoopSpec(path, loops, list(actuated))

@@ -33,7 +33,7 @@ import pinocchio as pin
 
 from ..errors import InputError
 from ..paths import example_robot_data_dir, robots_dir
-from .loops import LoopSpec, load_loops
+from .loops import LoopSpec, check_loops, load_loops
 from .modules import KinematicModule, Leg, find_legs, find_modules
 from .yamlio import YamlDocument, load_yaml
 
@@ -195,6 +195,8 @@ def _from_manifest(path: Path) -> Robot:
     contacts = _contacts(doc, model)
     legs = find_legs(model, [c.frame for c in contacts], [c.leg for c in contacts])
     q_stand = _stand(doc, model, urdf)
+    if loops is not None:
+        check_loops(model, loops, q_stand)
     groups = data.get("gait_groups") or []
     leg_names = {leg.name for leg in legs}
     for i, group in enumerate(groups):

@@ -5,17 +5,21 @@ from pathlib import Path
 from typing import Callable, Dict, List
 
 from ..description import Description
-from . import jethexa
+from . import hybrid_biped, jethexa
 
 BUILTIN_DESCRIPTIONS: Dict[str, Callable[[], Description]] = {
     "jethexa": jethexa.build,
+    "hybrid_biped": hybrid_biped.build,
 }
 
 
 def rendered_files(description: Description) -> Dict[str, str]:
     """File name -> content for one description."""
-    return {f"{description.name}.urdf": description.to_urdf(),
-            f"{description.name}.xml": description.to_mjcf()}
+    files = {f"{description.name}.urdf": description.to_urdf(),
+             f"{description.name}.xml": description.to_mjcf()}
+    if description.loops:
+        files[f"{description.name}_loops.yaml"] = description.to_loop_yaml()
+    return files
 
 
 def write_description(description: Description, robots: Path | str) -> List[Path]:

@@ -1,0 +1,357 @@
+"""Closed linkages (paper 001, NOTES-001 sections 2.1-2.6): loop-closure kinematics, the
+projection onto base + actuated coordinates, passive-state completion, constrained inverse
+dynamics and the actuator-force <-> motor-torque mapping.
+
+Notation (NOTES-001): the spanning tree has coordinates theta = [theta_u (passive); theta_a
+(actuated)] (here scattered in Pinocchio's order; ``iu``/``ia`` index v). Each cut joint keeps
+the rows ``axes`` of the relative motion of frame_b in frame_a; stacked they give the closure
+error e_l (m), its Jacobian J_l (m x nv, zero base columns) and the drift J_l_dot v.
+
+    J_m   = -J_lu^-1 J_la                                    (eq. 7)
+    G     = d theta / d theta_a,  G_f = blkdiag(I_6, G)       (section 2.6)
+    v     = G_f v_m,   a = G_f a_m + drift,  drift_u = -J_lu^-1 J_l_dot v
+    tau_a = (G_f^T rnea(q, v, a))[6:]                          (fixed base: section 2.3)
+
+One call of ``computeJointJacobiansTimeVariation`` gives the placements, J and J_dot of every
+joint; the relative Jacobians of all cuts are then formed together in numpy, in world
+coordinates: the relative twist of b w.r.t. a is (J_B - J_A) v (spatial, at the world origin),
+expressed in frame a at the point p_b by T = [[R_a^T, -R_a^T [p_b]x], [0, R_a^T]].
+
+For a serial robot (no loops) the projection is the identity and the drift zero.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+import pinocchio as pin
+from scipy.linalg import lapack
+
+from ..errors import InputError
+
+
+def _skew_batch(p: np.ndarray) -> np.ndarray:
+    S = np.zeros(p.shape[:-1] + (3, 3))
+    S[..., 0, 1], S[..., 0, 2], S[..., 1, 2] = -p[..., 2], p[..., 1], -p[..., 0]
+    S[..., 1, 0], S[..., 2, 0], S[..., 2, 1] = p[..., 2], -p[..., 1], p[..., 0]
+    return S
+
+
+def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Row-wise cross product (faster than np.cross for small batches)."""
+    return a[:, _I1] * b[:, _I2] - a[:, _I2] * b[:, _I1]
+
+
+_I1 = np.array([1, 2, 0])
+_I2 = np.array([2, 0, 1])
+
+
+@dataclass
+class LoopState:
+    """Closure quantities at one configuration (and velocity, when given)."""
+    error: np.ndarray            # e_l (m,)
+    J: np.ndarray                # J_l (m, nv)
+    drift_acc: Optional[np.ndarray] = None   # J_l_dot v (m,)
+
+
+class SingularLinkage(RuntimeError):
+    """J_lu is (near) singular: the actuators do not determine the passive joints here."""
+
+
+class LoopClosureKinematics:
+    """Loop-closure kinematics of a robot with closed linkages (``robot.loops``).
+
+    ``LoopClosureKinematics(robot)``; the main entry points are :meth:`projection`,
+    :meth:`close` (position closure), :meth:`complete` (passive positions, velocities and
+    accelerations from the actuated ones), :meth:`inverse_dynamics` (fixed base) and the
+    actuator mappings :meth:`motor_torque` / :meth:`actuator_force`.
+    """
+
+    def __init__(self, robot, loops=None, model: Optional[pin.Model] = None, q_ref=None):
+        self.model = model if model is not None else robot.model
+        self.data = self.model.createData()
+        self.spec = loops if loops is not None else getattr(robot, "loops", None)
+        m = self.model
+        self.nv, self.nq = m.nv, m.nq
+        self.floating = m.njoints > 1 and m.joints[1].nv == 6
+        self.nb = 6 if self.floating else 0
+        self.joint_names = [m.names[j] for j in range(1 + (1 if self.floating else 0), m.njoints)]
+        for j in range(1 + (1 if self.floating else 0), m.njoints):
+            if m.joints[j].nq != 1 or m.joints[j].nv != 1:
+                raise InputError(f"joint '{m.names[j]}' is not a 1-DoF joint: closed-chain models need "
+                                 "revolute or prismatic joints")
+        if self.spec is None:
+            self.actuated_joints = list(self.joint_names)
+            self.loops = []
+        else:
+            self.actuated_joints = list(self.spec.actuated)
+            self.loops = list(self.spec.loops)
+        act = set(self.actuated_joints)
+        self.passive_joints = [n for n in self.joint_names if n not in act]
+        vidx = lambda n: m.joints[m.getJointId(n)].idx_v   # noqa: E731
+        qidx = lambda n: m.joints[m.getJointId(n)].idx_q   # noqa: E731
+        self.ia = np.array([vidx(n) for n in self.actuated_joints], dtype=int)
+        self.iu = np.array([vidx(n) for n in self.passive_joints], dtype=int)
+        self.qa = np.array([qidx(n) for n in self.actuated_joints], dtype=int)
+        self.qu = np.array([qidx(n) for n in self.passive_joints], dtype=int)
+        self.n_act, self.n_pas = len(self.ia), len(self.iu)
+        L = len(self.loops)
+        self.L = L
+        self.m = sum(len(l.axes) for l in self.loops)
+        self._ja = np.zeros(L, dtype=int)
+        self._jb = np.zeros(L, dtype=int)
+        self._Ma: List[pin.SE3] = []
+        self._Mb: List[pin.SE3] = []
+        S = np.zeros((L, self.nv))
+        MAB = np.zeros((2 * L, self.nv))
+        rows = []
+        self._ang_loops = []
+        for k, loop in enumerate(self.loops):
+            fa, fb = m.frames[m.getFrameId(loop.frame_a)], m.frames[m.getFrameId(loop.frame_b)]
+            self._ja[k], self._jb[k] = fa.parentJoint, fb.parentJoint
+            self._Ma.append(fa.placement)
+            self._Mb.append(fb.placement)
+            for j in m.supports[fa.parentJoint]:
+                if j > 0:
+                    cols = slice(m.joints[j].idx_v, m.joints[j].idx_v + m.joints[j].nv)
+                    S[k, cols] -= 1
+                    MAB[k, cols] = 1
+            for j in m.supports[fb.parentJoint]:
+                if j > 0:
+                    cols = slice(m.joints[j].idx_v, m.joints[j].idx_v + m.joints[j].nv)
+                    S[k, cols] += 1
+                    MAB[L + k, cols] = 1
+            rows.extend(6 * k + a for a in loop.axes)
+            if any(a >= 3 for a in loop.axes):
+                self._ang_loops.append(k)
+        self._S, self._MAB = S, MAB
+        used = sorted(set(int(j) for j in self._ja) | set(int(j) for j in self._jb))
+        self._joints_used = used
+        self._ia_used = np.array([used.index(int(j)) for j in self._ja], dtype=int)
+        self._ib_used = np.array([used.index(int(j)) for j in self._jb], dtype=int)
+        self._Ha = np.array([M.homogeneous for M in self._Ma]).reshape(L, 4, 4)
+        self._Hb = np.array([M.homogeneous for M in self._Mb]).reshape(L, 4, 4)
+        self._rows = np.array(rows, dtype=int)
+        self._R_ref = [np.eye(3) for _ in range(L)]
+        self._T = np.zeros((L, 6, 6))
+        # G: d theta / d theta_a (nv - nb rows scattered to nv), G_f with the base block
+        self.G_f = np.zeros((self.nv, self.nb + self.n_act))
+        self.G_f[:self.nb, :self.nb] = np.eye(self.nb)
+        self.G_f[self.ia, self.nb + np.arange(self.n_act)] = 1.0
+        if q_ref is None and robot is not None:
+            q_ref = getattr(robot, "q_stand", None)
+        self.q_ref = pin.neutral(m) if q_ref is None else np.array(q_ref, dtype=float)
+        if self._ang_loops:   # angular rows are measured from the relative orientation at q_ref
+            self._placements(self.q_ref, jacobians=False)
+            for k in self._ang_loops:
+                self._R_ref[k] = self._Ra[k].T @ self._Rb[k]
+        self.last_rcond = 1.0
+
+    # ------------------------------------------------------------------ kinematics
+    def _placements(self, q, jacobians=True, v=None):
+        m, d = self.model, self.data
+        if v is not None:
+            pin.computeJointJacobiansTimeVariation(m, d, q, v)
+        elif jacobians:
+            pin.computeJointJacobians(m, d, q)
+        else:
+            pin.forwardKinematics(m, d, q)
+        oMi = d.oMi
+        H = np.array([oMi[j].homogeneous for j in self._joints_used])     # (nj, 4, 4)
+        A = np.matmul(H[self._ia_used], self._Ha)
+        B = np.matmul(H[self._ib_used], self._Hb)
+        self._Ra, self._pa = A[:, :3, :3], A[:, :3, 3]
+        self._Rb, self._pb = B[:, :3, :3], B[:, :3, 3]
+
+    def _error6(self) -> np.ndarray:
+        Rt = np.transpose(self._Ra, (0, 2, 1))
+        e = np.zeros((self.L, 6))
+        e[:, :3] = np.einsum("kij,kj->ki", Rt, self._pb - self._pa)
+        for k in self._ang_loops:
+            e[k, 3:] = pin.log3(Rt[k] @ self._Rb[k] @ self._R_ref[k].T)
+        return e
+
+    def _jacobian6(self) -> np.ndarray:
+        Rt = np.transpose(self._Ra, (0, 2, 1))
+        T = self._T
+        T[:, :3, :3] = Rt
+        T[:, :3, 3:] = -Rt @ _skew_batch(self._pb)
+        T[:, 3:, 3:] = Rt
+        D = self.data.J[None, :, :] * self._S[:, None, :]
+        return np.matmul(T, D)
+
+    def _drift6(self, v: np.ndarray) -> np.ndarray:
+        d = self.data
+        L = self.L
+        W = d.J @ (self._MAB * v).T                 # (6, 2L): spatial velocities of A and B
+        VA, VB = W[:, :L].T, W[:, L:].T
+        rel = VB - VA
+        nu, om = rel[:, :3], rel[:, 3:]
+        dD = (d.dJ @ (self._S * v).T).T               # (L, 6)
+        dnu, dom = dD[:, :3], dD[:, 3:]
+        wA = VA[:, 3:]
+        pb = self._pb
+        # all cross products in two batched calls
+        c1 = _cross(np.concatenate([pb, VB[:, 3:], pb, wA, wA]), np.concatenate([om, pb, dom, nu, om]))
+        pb_om, wB_pb, pb_dom, wA_nu, wA_om = (c1[i * L:(i + 1) * L] for i in range(5))
+        pbdot = VB[:, :3] + wB_pb
+        c2 = _cross(np.concatenate([wA, pbdot]), np.concatenate([pb_om, om]))
+        top = -wA_nu + c2[:L] - c2[L:] + dnu - pb_dom
+        bot = -wA_om + dom
+        Rt = np.transpose(self._Ra, (0, 2, 1))
+        out = np.empty((L, 6))
+        out[:, :3] = np.einsum("kij,kj->ki", Rt, top)
+        out[:, 3:] = np.einsum("kij,kj->ki", Rt, bot)
+        return out
+
+    def compute(self, q: np.ndarray, v: Optional[np.ndarray] = None) -> LoopState:
+        """e_l, J_l and (with ``v``) the drift J_l_dot v, from one Pinocchio pass."""
+        if self.L == 0:
+            return LoopState(np.zeros(0), np.zeros((0, self.nv)), None if v is None else np.zeros(0))
+        self._placements(q, True, v)
+        e = self._error6().reshape(-1)[self._rows]
+        J = self._jacobian6().reshape(6 * self.L, self.nv)[self._rows]
+        drift = None if v is None else self._drift6(v).reshape(-1)[self._rows]
+        return LoopState(e, J, drift)
+
+    def residual(self, q: np.ndarray) -> np.ndarray:
+        """Closure error e_l(q) (positions only)."""
+        if self.L == 0:
+            return np.zeros(0)
+        self._placements(q, jacobians=False)
+        return self._error6().reshape(-1)[self._rows]
+
+    # ------------------------------------------------------------------ linear algebra
+    def _factor(self, J: np.ndarray):
+        """LU of J_lu with a reciprocal condition estimate (LAPACK gecon, 1-norm)."""
+        Jlu = np.asfortranarray(J[:, self.iu])
+        anorm = np.abs(Jlu).sum(axis=0).max() if Jlu.size else 1.0
+        lu, piv, info = lapack.dgetrf(Jlu)
+        rcond = lapack.dgecon(lu, anorm, norm="1")[0] if info == 0 else 0.0
+        self.last_rcond = float(rcond)
+        return lu, piv, rcond
+
+    @staticmethod
+    def _solve(fac, b):
+        lu, piv, _ = fac
+        return lapack.dgetrs(lu, piv, b)[0]
+
+    def jm(self, state: LoopState, fac=None) -> np.ndarray:
+        """J_m = -J_lu^-1 J_la (n_pas x n_act)."""
+        fac = fac or self._factor(state.J)
+        return -self._solve(fac, state.J[:, self.ia])
+
+    def projection(self, q: np.ndarray, v: Optional[np.ndarray] = None,
+                   state: Optional[LoopState] = None) -> Tuple[np.ndarray, np.ndarray]:
+        """(G_f, drift): every consistent v = G_f v_m, a = G_f a_m + drift (NOTES-001 2.6).
+
+        ``v`` is the current (consistent) velocity, needed for the drift (zero without it).
+        Raises :class:`SingularLinkage` when J_lu is numerically singular."""
+        G = self.G_f.copy()
+        drift = np.zeros(self.nv)
+        if self.L == 0:
+            return G, drift
+        if state is None:
+            state = self.compute(q, v)
+        fac = self._factor(state.J)
+        if fac[2] < 1e-12:
+            raise SingularLinkage(f"J_lu is singular (rcond {fac[2]:.1e})")
+        G[self.iu, self.nb:] = self.jm(state, fac)
+        if state.drift_acc is not None:
+            drift[self.iu] = -self._solve(fac, state.drift_acc)
+        return G, drift
+
+    # ------------------------------------------------------------------ positions
+    def close(self, q0: np.ndarray, *, tol: float = 1e-10, max_iter: int = 30, damping: float = 1e-6,
+              max_step: float = 0.3) -> Tuple[np.ndarray, dict]:
+        """Position closure: passive joints of ``q0`` moved (damped Newton, actuated joints and
+        base held) until ||e_l||_inf <= tol. Warm-start from the previous solution to stay on
+        the same assembly branch; each step is clipped to ``max_step`` rad (branch continuity).
+        Returns (q, info) with info = {iterations, residual, converged, rcond}."""
+        q = np.array(q0, dtype=float)
+        info = {"iterations": 0, "residual": 0.0, "converged": True, "rcond": 1.0}
+        if self.L == 0:
+            return q, info
+        for it in range(max_iter + 1):
+            st = self.compute(q)
+            r = float(np.max(np.abs(st.error)))
+            info.update(iterations=it, residual=r)
+            if not np.isfinite(r):
+                break
+            if r <= tol:
+                info["converged"] = True
+                info["rcond"] = self._factor(st.J)[2]
+                return q, info
+            if it == max_iter:
+                break
+            Ju = st.J[:, self.iu]
+            mu = damping * min(1.0, r)
+            dq = -np.linalg.solve(Ju.T @ Ju + mu * np.eye(self.n_pas), Ju.T @ st.error)
+            step = np.max(np.abs(dq))
+            if step > max_step:
+                dq *= max_step / step
+            q[self.qu] += dq
+        info["converged"] = False
+        return q, info
+
+    def with_actuated(self, q: np.ndarray, q_a: Sequence[float]) -> np.ndarray:
+        out = np.array(q, dtype=float)
+        out[self.qa] = q_a
+        return out
+
+    # ------------------------------------------------------------------ completion
+    def complete(self, q: np.ndarray, v_a: np.ndarray, a_a: Optional[np.ndarray] = None,
+                 v_base: Optional[np.ndarray] = None, a_base: Optional[np.ndarray] = None):
+        """Passive velocities (and accelerations) from the actuated ones at a closed q:
+        v_u = J_m v_a, a_u = J_m a_a - J_lu^-1 J_l_dot v. Returns (v, a) in R^nv."""
+        vm = np.concatenate([np.zeros(self.nb) if v_base is None else v_base, v_a])
+        G, _ = self.projection(q)
+        v = G @ vm
+        if a_a is None:
+            return v, None
+        am = np.concatenate([np.zeros(self.nb) if a_base is None else a_base, a_a])
+        G, drift = self.projection(q, v)
+        return v, G @ am + drift
+
+    # ------------------------------------------------------------------ dynamics
+    def inverse_dynamics(self, q: np.ndarray, v: np.ndarray, a_a: np.ndarray,
+                         G_f: Optional[np.ndarray] = None, drift: Optional[np.ndarray] = None):
+        """Fixed base (base at rest): actuator forces tau_a = (G_f^T rnea(q, v, a))[nb:]
+        with a = G_f [0; a_a] + drift (NOTES-001 section 2.3). Returns (tau_a, a)."""
+        if G_f is None:
+            G_f, drift = self.projection(q, v)
+        a = G_f[:, self.nb:] @ a_a + drift
+        tau = pin.rnea(self.model, self.data, q, v, a)
+        return G_f[:, self.nb:].T @ tau, a
+
+    # ------------------------------------------------------------------ actuators
+    def transmissions(self) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(lead, efficiency, max_force) per actuated joint (lead nan: no screw)."""
+        n = self.n_act
+        lead, eta, fmax = np.full(n, np.nan), np.ones(n), np.full(n, np.inf)
+        if self.spec is not None:
+            for i, name in enumerate(self.actuated_joints):
+                t = self.spec.transmissions.get(name)
+                if t is not None:
+                    lead[i], eta[i], fmax[i] = t.lead, t.efficiency, t.max_force
+        return lead, eta, fmax
+
+    def motor_torque(self, force: np.ndarray) -> np.ndarray:
+        """Motor torque producing each actuator force through its ball screw:
+        tau_m = F L / (2 pi eta) (NOTES-001 section 2.10). Joints without a screw pass through."""
+        lead, eta, _ = self.transmissions()
+        return np.where(np.isnan(lead), force, force * np.nan_to_num(lead) / (2 * math.pi * eta))
+
+    def actuator_force(self, motor_torque: np.ndarray) -> np.ndarray:
+        """Inverse of :meth:`motor_torque`: F = tau_m 2 pi eta / L."""
+        lead, eta, _ = self.transmissions()
+        safe = np.where(np.isnan(lead), 1.0, lead)
+        return np.where(np.isnan(lead), motor_torque, motor_torque * 2 * math.pi * eta / safe)
+
+    def force_limits(self) -> np.ndarray:
+        """Actuator force limit per actuated joint: the screw's max_force, else the URDF effort."""
+        _, _, fmax = self.transmissions()
+        eff = self.model.effortLimit[self.ia]
+        return np.where(np.isfinite(fmax), fmax, eff)
