@@ -135,6 +135,8 @@ class JointStateBuffer:
         self.tau = np.zeros(n)
         self.has_effort = np.zeros(n, dtype=bool)
         self.seen = np.zeros(n, dtype=bool)
+        self.seen_time = np.full(n, -np.inf)       # receive time of each joint's last value
+        self.last_received = -np.inf
         self.stamp = -np.inf
         self.unknown: Tuple[str, ...] = ()
 
@@ -169,6 +171,9 @@ class JointStateBuffer:
             self.tau[dst] = sample.effort
             self.has_effort[dst] = True
         self.seen[dst] = True
+        if now is not None:
+            self.seen_time[dst] = now
+            self.last_received = now
         self.unknown = sample.unknown
         return None
 

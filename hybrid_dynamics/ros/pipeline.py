@@ -1,0 +1,279 @@
+"""What the nodes compute, without rclpy: the nodes, ``replay`` and the tests share it.
+
+:class:`StateCore` turns validated joint states and IMU samples into the full robot state
+(passive joints of closed chains completed, floating base estimated, contacts decided).
+:class:`ControlCore` turns that state into the effort command, in the order of the
+controller's ``joints`` parameter, through :class:`~hybrid_dynamics.control.controller.
+WholeBodyController` (the QP). Both reassemble on :meth:`set_morphology`.
+
+Safe mode: when inputs are stale (no IMU or joint state for ``stale_timeout``), missing or
+never received, the command is joint damping ``tau = -kd_safe * qd`` on the surviving
+actuated joints, until fresh data returns. Nothing here ever returns NaN.
+"""
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Dict, List, Mapping, Optional, Sequence
+
+import numpy as np
+import pinocchio as pin
+
+from ..estimation.base_estimator import BaseEstimator, BaseState, ImuSample
+from ..estimation.contact_state import ContactForceEstimator, ContactStateEstimator
+from ..model.morphology import Morphology, MorphologyMap
+from .convert import JointStateBuffer, Rejected, parse_imu, stamp_to_sec
+
+
+# ============================================================================ state
+class StateCore:
+    """Inputs -> full state. ``params`` are the state_estimator's (params.py)."""
+
+    def __init__(self, robot, params: Mapping):
+        self.robot = robot
+        self.params = params
+        self.buffer = JointStateBuffer(robot.joint_names, robot.q_stand[7:])
+        self.imu: Optional[ImuSample] = None
+        self.imu_stamp = -np.inf
+        self.js_received = -np.inf
+        self.imu_received = -np.inf
+        self.estimator = BaseEstimator(robot, params.get("estimator"))
+        self.contacts = ContactStateEstimator(robot, params.get("contact_detection"))
+        self.force_estimator = ContactForceEstimator(robot)
+        self.stale_timeout = float(params.get("stale_timeout", 0.05))
+        self.rejected: Counter = Counter()
+        self.passive = None
+        if robot.loops is not None:
+            self.passive = _passive_completion(robot)
+        self.stance = {c.frame: True for c in robot.contacts}
+        self.last: Optional[BaseState] = None
+        self.set_morphology(Morphology.healthy(robot))
+
+    # ---------------------------------------------------------------- morphology
+    def set_morphology(self, morph: Morphology) -> None:
+        self.map = MorphologyMap(self.robot, morph)
+        self.morphology = morph
+        frames = [c.frame for c in self.map.contacts]
+        self.estimator.set_active_contacts(frames)
+        self._active_frames = set(frames)
+        surviving = set(self.map.joint_names)
+        required = set(self.robot.actuated_joints) if self.passive is not None else set(self.robot.joint_names)
+        self._required = np.array([n in surviving and n in required for n in self.buffer.joints])
+
+    # ---------------------------------------------------------------- inputs
+    def add_joint_state(self, msg, now: float) -> Optional[Rejected]:
+        out = self.buffer.add(msg, now)
+        if out is None:
+            self.js_received = now
+        else:
+            self.rejected[out.kind] += 1
+        return out
+
+    def add_imu(self, msg, now: float) -> Optional[Rejected]:
+        out = parse_imu(msg)
+        if isinstance(out, Rejected):
+            self.rejected[out.kind] += 1
+            return out
+        stamp, sample = out
+        if stamp == 0.0:
+            stamp = now
+        if stamp < self.imu_stamp:
+            self.rejected["out_of_order"] += 1
+            return Rejected("out_of_order", f"IMU stamp {stamp:.6f} older than {self.imu_stamp:.6f}")
+        self.imu_stamp, self.imu, self.imu_received = stamp, sample, now
+        return None
+
+    def missing(self) -> List[str]:
+        return [n for n, s, r in zip(self.buffer.joints, self.buffer.seen, self._required) if r and not s]
+
+    def stale(self, now: float, use_stamps: bool = False) -> Optional[str]:
+        """Why the inputs cannot be used now, or None. With ``use_stamps`` the IMU's age is
+        judged against the joint-state stamp (deterministic: replay, lock-step runs)."""
+        if self.imu is None:
+            return "no IMU received"
+        missing = self.missing()
+        if missing:
+            return f"joints never received: {', '.join(missing[:4])}" + (" ..." if len(missing) > 4 else "")
+        if use_stamps:
+            age_imu = self.buffer.stamp - self.imu_stamp
+            age_js = 0.0
+        else:
+            age_imu = now - self.imu_received
+            age_js = now - self.js_received
+        if age_imu > self.stale_timeout:
+            return f"IMU stale ({1e3 * age_imu:.0f} ms)"
+        if age_js > self.stale_timeout:
+            return f"joint states stale ({1e3 * age_js:.0f} ms)"
+        return None
+
+    # ---------------------------------------------------------------- estimate
+    def estimate(self) -> BaseState:
+        """One estimator step at the joint-state stamp (requires :meth:`stale` to be None)."""
+        buf = self.buffer
+        qj, vj = buf.q, buf.v
+        if self.passive is not None:
+            qj, vj = self.passive(qj, vj)
+        t = buf.stamp
+        state = self.estimator.update(t, qj, vj, self.imu, self.stance)
+        # contacts for the next step: forces from efforts when every surviving joint has one
+        forces_z = None
+        if self.buffer.has_effort[self._required].all() and self.contacts.config.mode in ("auto", "force"):
+            f = self.force_estimator.forces(state.q, state.v, buf.tau)
+            forces_z = {k: float(x[2]) for k, x in f.items()}
+        heights = {k: float(p[2]) for k, p in state.feet.items()}
+        stance = self.contacts.update(heights=heights, forces_z=forces_z)
+        self.stance = {k: (s and k in self._active_frames) for k, s in stance.items()}
+        self.last = state
+        return state
+
+
+def _passive_completion(robot):
+    """The closed-chain passive-state completion (estimation/passive_state.py) as
+    ``(qj, vj) -> (qj, vj)`` on healthy-size joint vectors, or None when not available."""
+    try:
+        from ..estimation.passive_state import PassiveStateEstimator
+    except ImportError:
+        return None
+    est = PassiveStateEstimator(robot)
+
+    def complete(qj, vj):
+        return est.complete(qj, vj)
+    return complete
+
+
+# ============================================================================ control
+@dataclass
+class PostureOutput:
+    """Same fields as control.controller.ControlOutput."""
+    tau: Dict[str, float]
+    actuator_forces: Dict[str, float] = field(default_factory=dict)
+    contact_forces: Dict[str, np.ndarray] = field(default_factory=dict)
+    dv: Optional[np.ndarray] = None
+    status: str = "posture"
+    solve_time: float = 0.0
+    fallback: bool = True
+    infeasible: bool = False
+
+
+class PostureController:
+    """Gravity compensation + joint PD to the standing pose: the fallback law the QP
+    controller itself uses on failure, used alone when control/controller.py is absent."""
+
+    def __init__(self, robot, config: Mapping):
+        self.robot = robot
+        self.kp = float(config.get("kp", 20.0))
+        self.kd = float(config.get("kd", 0.5))
+        self.set_morphology(MorphologyMap(robot, Morphology.healthy(robot)))
+
+    def set_morphology(self, mmap: MorphologyMap) -> None:
+        self.map = mmap
+        self.data = mmap.model.createData()
+        self.q_ref = mmap.reduce_q(self.robot.q_stand)[7:]
+        self.names = mmap.joint_names
+
+    def update(self, q, v, stance, references=None) -> PostureOutput:
+        t0 = time.perf_counter()
+        g = pin.computeGeneralizedGravity(self.map.model, self.data, self.map.expand_q(q))[self.map.v_index][6:]
+        tau = g + self.kp * (self.q_ref - q[7:]) - self.kd * v[6:]
+        return PostureOutput(dict(zip(self.names, tau.tolist())), solve_time=time.perf_counter() - t0)
+
+
+def make_controller(robot, config: Mapping):
+    """(controller, kind): the whole-body QP controller, or the posture law if the control
+    layer is not installed."""
+    try:
+        from ..control.controller import WholeBodyController
+    except ImportError:
+        return PostureController(robot, config), "posture"
+    return WholeBodyController(robot, dict(config)), "qp"
+
+
+def hold_references(robot, mmap, q_full: np.ndarray):
+    """Stand still where the robot is: CoM held at its current position, level base,
+    standing posture (``control.references.References.hold``); None without the control layer."""
+    try:
+        from ..control.references import References
+    except ImportError:
+        return None
+    com = pin.centerOfMass(mmap.model, mmap.model.createData(), mmap.expand_q(mmap.reduce_q(q_full)))
+    return References.hold(com=com.copy())
+
+
+class ControlCore:
+    """Full state -> effort command in ``joints`` order (removed/locked/passive joints get 0)."""
+
+    def __init__(self, robot, params: Mapping):
+        self.robot = robot
+        self.params = params
+        joints = list(params.get("joints") or robot.actuated_joints)
+        unknown = [j for j in joints if j not in robot.joint_names]
+        if unknown:
+            from ..errors import InputError
+            raise InputError(f"joints not in robot {robot.name}: {', '.join(unknown)}", field="joints")
+        self.joints = joints
+        self.kd_safe = float(params.get("safe_mode_damping", 1.0))
+        config = dict(params.get("controller") or {})
+        if params.get("solver"):
+            config["solver"] = params["solver"]
+        if params.get("update_rate"):
+            config["dt"] = 1.0 / float(params["update_rate"])
+        self.controller, self.kind = make_controller(robot, config)
+        self.allowed_contacts = set(params.get("contacts") or [c.frame for c in robot.contacts])
+        unknown = self.allowed_contacts - {c.frame for c in robot.contacts}
+        if unknown:
+            from ..errors import InputError
+            raise InputError(f"contacts not in robot {robot.name}: {', '.join(sorted(unknown))}", field="contacts")
+        self.references = None          # set_references(), or hold where the first state is
+        self.command = np.zeros(len(joints))
+        self.last_output = None
+        self.fallbacks = 0
+        self.nonfinite = 0
+        self._jidx = {n: robot.model.joints[robot.model.getJointId(n)].idx_v - 6 for n in robot.joint_names}
+        self.set_morphology(Morphology.healthy(robot))
+
+    def set_morphology(self, morph: Morphology) -> None:
+        mmap = MorphologyMap(self.robot, morph)
+        self.controller.set_morphology(mmap)
+        self.map = mmap
+        self.morphology = morph
+        surviving = set(mmap.joint_names)
+        actuated = set(self.robot.actuated_joints)
+        self.live = [(i, n) for i, n in enumerate(self.joints) if n in surviving and n in actuated]
+        self.live_idx = np.array([i for i, _ in self.live], dtype=int)
+        self.live_v = np.array([self._jidx[n] for _, n in self.live], dtype=int)
+        self.contact_frames = [c.frame for c in mmap.contacts]
+
+    def set_references(self, references) -> None:
+        """Task references (control/references.py) from a gait or reference source."""
+        self.references = references
+
+    def cycle(self, state: BaseState, stance: Mapping[str, bool]) -> np.ndarray:
+        """The command for one cycle (a view on a preallocated array)."""
+        q = self.map.reduce_q(state.q)
+        v = self.map.reduce_v(state.v)
+        if self.references is None and self.kind == "qp":
+            self.references = hold_references(self.robot, self.map, state.q)
+        st = {f: bool(stance.get(f, False)) and f in self.allowed_contacts for f in self.contact_frames}
+        out = self.controller.update(q, v, st, self.references)
+        self.last_output = out
+        cmd = self.command
+        cmd[:] = 0.0
+        tau = out.tau
+        for i, n in self.live:
+            cmd[i] = tau.get(n, 0.0)
+        if getattr(out, "fallback", False):
+            self.fallbacks += 1
+        if not np.all(np.isfinite(cmd)):
+            self.nonfinite += 1
+            return self.safe(state.v[6:])
+        return cmd
+
+    def safe(self, vj: np.ndarray) -> np.ndarray:
+        """Joint damping on the surviving actuated joints (``vj`` healthy-size rates)."""
+        cmd = self.command
+        cmd[:] = 0.0
+        if len(self.live_idx):
+            vals = -self.kd_safe * np.asarray(vj)[self.live_v]
+            cmd[self.live_idx] = np.where(np.isfinite(vals), vals, 0.0)
+        return cmd

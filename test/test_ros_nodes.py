@@ -1,0 +1,293 @@
+"""Real rclpy nodes exchanging messages over DDS (loopback, a domain per test process, see
+conftest.py): topics, types and QoS; name matching; every bad input; safe mode; damage
+reassembly within one cycle. The controller runs lock-step (one cycle per joint state) so
+that each published sample gives exactly one command; one test runs the timer."""
+import math
+import time
+
+import numpy as np
+import pytest
+from diagnostic_msgs.msg import DiagnosticArray
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, ReliabilityPolicy
+from sensor_msgs.msg import Imu, JointState
+from std_msgs.msg import Float64MultiArray, String
+
+from hybrid_dynamics.ros.convert import sec_to_stamp
+from hybrid_dynamics.ros.graph import Graph
+from hybrid_dynamics.ros.nodes import LATCHED_QOS, STATE_QOS
+from hybrid_dynamics.ros.sources import CommandProbe, StandingSource
+
+ROBOT = "jethexa"
+
+
+class Probe(CommandProbe):
+    """Commands, diagnostics, morphology; publishes damage events."""
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self.diag = {}
+        self.morph = []
+        self.create_subscription(DiagnosticArray, "/diagnostics", self._on_diag, STATE_QOS)
+        self.create_subscription(String, "/morphology_manager/morphology", lambda m: self.morph.append(m.data),
+                                 LATCHED_QOS)
+        self.damage = self.create_publisher(String, "/morphology_manager/damage", STATE_QOS)
+
+    def _on_diag(self, msg):
+        for s in msg.status:
+            self.diag[s.name.split(": ")[-1]] = {kv.key: kv.value for kv in s.values} | {"_message": s.message}
+
+
+@pytest.fixture(scope="module")
+def graph():
+    g = Graph(ROBOT, params={"whole_body_controller": {"trigger": "joint_states", "diagnostics_period": 0.05},
+                             "morphology_manager": {"auto_detect": False},
+                             "state_estimator": {"diagnostics_period": 0.05}})
+    g.source = g.add_node(lambda ctx, r: StandingSource(r, context=ctx))
+    g.probe = g.add_node(lambda ctx, r: Probe(context=ctx))
+    g.start()
+    # discovery: wait until the source's samples produce commands
+    assert g.spin_until(lambda: _step(g, wait=0.2) is not None, timeout=20.0)
+    yield g
+    g.shutdown()
+
+
+def _step(g, t=None, imu=True, js=True, wait=2.0):
+    """Publish one IMU + joint state pair; the command it produced (or None)."""
+    n = len(g.probe.commands)
+    if imu:
+        g.source.publish_sample(t, imu=True, js=False)
+        time.sleep(0.003)
+    if js:
+        g.source.publish_sample(g.source.t if imu else t, imu=False, js=True)
+    if not js or not g.spin_until(lambda: len(g.probe.commands) > n, timeout=wait):
+        return None
+    return g.probe.commands[-1]
+
+
+def _publish_js(g, names, pos, vel=None, t=None):
+    m = JointState()
+    g.source.t = g.source.t + 0.001 if t is None else t
+    sec_to_stamp(g.source.t, m.header.stamp)
+    m.name = list(names)
+    m.position = [float(x) for x in pos]
+    m.velocity = [float(x) for x in (vel if vel is not None else [])]
+    n = len(g.probe.commands)
+    g.source.js_pub.publish(m)
+    g.spin_until(lambda: len(g.probe.commands) > n, timeout=1.0)
+
+
+def _wait_fault(g, node, kind, timeout=3.0):
+    """The fault counted by the node AND reported on /diagnostics."""
+    key = f"rejected.{kind}"
+    return g.spin_until(lambda: int(g.probe.diag.get(node, {}).get(key, 0)) > 0, timeout=timeout)
+
+
+def _all_finite(g):
+    return all(np.all(np.isfinite(c)) for c in g.probe.commands)
+
+
+# ---------------------------------------------------------------------------- interfaces
+def test_topics_types_and_qos(graph):
+    p = graph.probe
+    expect = {
+        "/effort_controller/commands": ("std_msgs/msg/Float64MultiArray", ReliabilityPolicy.RELIABLE, None),
+        "/state_estimator/joint_states_full": ("sensor_msgs/msg/JointState", ReliabilityPolicy.RELIABLE, None),
+        "/state_estimator/odometry": ("nav_msgs/msg/Odometry", ReliabilityPolicy.RELIABLE, None),
+        "/whole_body_controller/markers": ("visualization_msgs/msg/MarkerArray", ReliabilityPolicy.RELIABLE, None),
+        "/diagnostics": ("diagnostic_msgs/msg/DiagnosticArray", ReliabilityPolicy.RELIABLE, None),
+        "/morphology_manager/morphology": ("std_msgs/msg/String", ReliabilityPolicy.RELIABLE,
+                                           DurabilityPolicy.TRANSIENT_LOCAL),
+    }
+    for topic, (typ, rel, dur) in expect.items():
+        infos = [i for i in p.get_publishers_info_by_topic(topic) if i.node_name != p.get_name()]
+        assert infos, topic
+        assert all(i.topic_type == typ for i in infos), topic
+        assert any(i.qos_profile.reliability == rel for i in infos), topic
+        if dur is not None:
+            assert all(i.qos_profile.durability == dur for i in infos), topic
+    for topic, typ in (("/joint_states", "sensor_msgs/msg/JointState"),
+                       ("/imu_sensor_broadcaster/imu", "sensor_msgs/msg/Imu"),
+                       ("/morphology_manager/damage", "std_msgs/msg/String")):
+        subs = [i for i in p.get_subscriptions_info_by_topic(topic)]
+        assert subs and all(i.topic_type == typ for i in subs), topic
+    sensor = [i for i in p.get_subscriptions_info_by_topic("/joint_states") if i.node_name == "whole_body_controller"]
+    assert sensor[0].qos_profile.reliability == ReliabilityPolicy.BEST_EFFORT
+    ctrl = graph.nodes["whole_body_controller"]
+    cmd = _step(graph)
+    assert cmd is not None and len(cmd) == len(ctrl.control.joints) == 18
+    assert np.all(np.isfinite(cmd)) and np.any(cmd != 0)
+
+
+def test_estimator_publishes_full_state_and_odometry(graph):
+    from nav_msgs.msg import Odometry
+    got = {}
+    node = graph.probe
+    s1 = node.create_subscription(JointState, "/state_estimator/joint_states_full",
+                                  lambda m: got.setdefault("js", m), STATE_QOS)
+    s2 = node.create_subscription(Odometry, "/state_estimator/odometry", lambda m: got.setdefault("odom", m), STATE_QOS)
+    for _ in range(40):
+        _step(graph)
+        if len(got) == 2:
+            break
+        time.sleep(0.005)
+    assert graph.spin_until(lambda: len(got) == 2, timeout=3.0)
+    assert list(got["js"].name) == graph.robot.joint_names
+    assert got["odom"].header.frame_id == "odom" and got["odom"].child_frame_id
+    assert math.isfinite(got["odom"].pose.pose.position.z)
+    node.destroy_subscription(s1)
+    node.destroy_subscription(s2)
+
+
+# ---------------------------------------------------------------------------- name matching
+def test_subsets_and_reordering_are_matched_by_name(graph):
+    names = list(graph.robot.joint_names)
+    q = graph.source.q[7:]
+    ref = _step(graph)
+    graph.source.publish_sample(imu=True, js=False)
+    time.sleep(0.003)
+    # the same state in two reversed halves: the command equals the reference
+    half = len(names) // 2
+    first = names[:half][::-1]
+    _publish_js(graph, first, [q[names.index(n)] for n in first], [0.0] * len(first))
+    second = names[half:][::-1] + ["some_unknown_joint"]
+    _publish_js(graph, second, [q[names.index(n)] if n in names else 7.0 for n in second], [0.0] * len(second))
+    assert np.allclose(graph.probe.commands[-1], ref, atol=1e-3)
+    assert graph.nodes["whole_body_controller"].faults["unknown_joints"] >= 1
+
+
+# ---------------------------------------------------------------------------- bad input
+@pytest.mark.parametrize("case,kind", [
+    ("length", "length_mismatch"), ("nan", "non_finite"), ("inf", "non_finite"), ("unknown", "unknown_joints")])
+def test_bad_joint_states_keep_last_good_state(graph, case, kind):
+    names = list(graph.robot.joint_names)
+    q = list(graph.source.q[7:])
+    good = _step(graph)
+    n = len(graph.probe.commands)
+    if case == "length":
+        _publish_js(graph, names, q[:-1])
+    elif case == "nan":
+        _publish_js(graph, names, q[:-1] + [float("nan")])
+    elif case == "inf":
+        _publish_js(graph, names, q, [float("inf")] + [0.0] * (len(q) - 1))
+    else:
+        _publish_js(graph, ["nobody_1", "nobody_2"], [0.0, 0.0])
+    assert _wait_fault(graph, "whole_body_controller", kind)
+    assert graph.nodes["whole_body_controller"].faults[kind] >= 1
+    assert len(graph.probe.commands) == n                  # rejected: no cycle on it
+    after = _step(graph)
+    assert after is not None and np.allclose(after, good, atol=1e-3)
+    assert _all_finite(graph)
+
+
+@pytest.mark.parametrize("quat,kind", [((0, 0, 0, 0), "bad_quaternion"), ((0, 0, 0.5, 0.5), "bad_quaternion"),
+                                       ((0, 0, float("nan"), 1), "non_finite")])
+def test_bad_imu_is_rejected(graph, quat, kind):
+    m = Imu()
+    sec_to_stamp(graph.source.t + 0.0005, m.header.stamp)
+    m.orientation.x, m.orientation.y, m.orientation.z, m.orientation.w = map(float, quat)
+    graph.source.imu_pub.publish(m)
+    assert _wait_fault(graph, "whole_body_controller", kind)
+    cmd = _step(graph)
+    assert cmd is not None and np.all(np.isfinite(cmd))
+
+
+def test_out_of_order_joint_state_is_dropped(graph):
+    _step(graph)
+    ctrl = graph.nodes["whole_body_controller"]
+    before = ctrl.faults["out_of_order"]
+    names = list(graph.robot.joint_names)
+    m = JointState()
+    sec_to_stamp(graph.source.t - 0.5, m.header.stamp)
+    m.name = names
+    m.position = [9.0] * len(names)
+    graph.source.js_pub.publish(m)
+    assert graph.spin_until(lambda: ctrl.faults["out_of_order"] > before, timeout=3.0)
+    assert not np.any(ctrl.state.buffer.q == 9.0)
+
+
+def test_stale_imu_enters_safe_mode_until_fresh_data(graph):
+    ctrl = graph.nodes["whole_body_controller"]
+    _step(graph)
+    graph.source.dt = 0.03                       # joint states 30 ms apart, no IMU
+    _step(graph, imu=False)
+    assert ctrl.safe_mode is None                # 30 ms: still fresh
+    safe = _step(graph, imu=False)               # 60 ms without IMU
+    assert ctrl.safe_mode is not None and "IMU stale" in ctrl.safe_mode
+    v = ctrl.state.buffer.v
+    assert np.allclose(safe, -ctrl.control.kd_safe * v[:len(safe)])      # damping torques
+    assert graph.spin_until(lambda: "safe mode" in graph.probe.diag.get("whole_body_controller", {})
+                            .get("_message", ""), timeout=3.0)
+    graph.source.dt = 0.001
+    fresh = _step(graph)
+    assert ctrl.safe_mode is None and np.any(fresh != 0)
+
+
+def test_malformed_damage_event_changes_nothing(graph):
+    mgr = graph.nodes["morphology_manager"]
+    rev = mgr.revision
+    for text in ("remove_leg: [", "explode: leg1", "remove_leg: leg42", "remove_links: {leg: leg1, first: 9}",
+                 "lock_joint: {joint: nope, angle: 0}"):
+        graph.probe.damage.publish(String(data=text))
+    assert graph.spin_until(lambda: mgr.rejected_events >= 5, timeout=5.0)
+    assert mgr.revision == rev and mgr.morphology.is_healthy()
+    assert _wait_fault(graph, "morphology_manager", "bad_damage_event")
+
+
+# ---------------------------------------------------------------------------- damage
+def test_damage_reassembles_the_controller_within_one_cycle(graph):
+    ctrl = graph.nodes["whole_body_controller"]
+    mgr = graph.nodes["morphology_manager"]
+    leg3 = [n for n in ctrl.control.joints if n.startswith("leg3_")]
+    idx = [ctrl.control.joints.index(n) for n in leg3]
+    before = _step(graph)
+    assert np.any(before[idx] != 0)
+    graph.probe.damage.publish(String(data="remove_leg: leg3"))
+    assert graph.spin_until(lambda: ctrl.revision == mgr.revision == 1, timeout=5.0)
+    applied = ctrl.applied_at_cycle
+    cmd = _step(graph)
+    assert np.all(cmd[idx] == 0.0) and np.any(cmd != 0) and np.all(np.isfinite(cmd))
+    first_after = next(h for h in ctrl.history if h[0] >= applied)
+    assert first_after[1] == 1 and np.all(first_after[2][idx] == 0.0)
+    assert graph.probe.morph and "leg3: 0" in graph.probe.morph[-1]
+    # the estimator node follows too; restore through the parameter interface
+    from rclpy.parameter import Parameter
+    result = mgr.set_parameters([Parameter("damage", value="restore: {}")])[0]
+    assert result.successful
+    bad = mgr.set_parameters([Parameter("damage", value="remove_leg: nope")])[0]
+    assert not bad.successful and "nope" in bad.reason
+    assert graph.spin_until(lambda: ctrl.revision == 2, timeout=5.0)
+    assert np.any(_step(graph)[idx] != 0)
+
+
+# ---------------------------------------------------------------------------- timer mode
+def test_timer_mode_missing_joints_and_stale_inputs():
+    g = Graph(ROBOT, nodes=("whole_body_controller",),
+              params={"whole_body_controller": {"update_rate": 200.0}})
+    try:
+        src = g.add_node(lambda ctx, r: StandingSource(r, context=ctx,
+                                                        joints=[n for n in r.joint_names if n != "leg2_tibia_joint"]))
+        probe = g.add_node(lambda ctx, r: CommandProbe(context=ctx))
+        g.start()
+        ctrl = g.nodes["whole_body_controller"]
+        end = time.monotonic() + 3.0
+        while time.monotonic() < end and "leg2_tibia_joint" not in (ctrl.safe_mode or ""):
+            src.publish_sample()
+            time.sleep(0.005)
+        assert "joints never received: leg2_tibia_joint" in (ctrl.safe_mode or "")
+        assert probe.commands and np.all(np.isfinite(probe.commands[-1]))
+        src.joints = list(g.robot.joint_names)
+        src.qj = src.q[7:]
+        for _ in range(40):
+            src.publish_sample()
+            time.sleep(0.005)
+        assert ctrl.safe_mode is None
+        # the IMU stops: within a few cycles the timer sees it stale and damps
+        end = time.monotonic() + 0.3
+        while time.monotonic() < end:
+            src.publish_sample(imu=False)
+            time.sleep(0.005)
+        assert ctrl.safe_mode is not None and "IMU stale" in ctrl.safe_mode
+        assert all(np.all(np.isfinite(c)) for c in probe.commands)
+    finally:
+        g.shutdown()
