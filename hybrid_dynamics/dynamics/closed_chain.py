@@ -355,3 +355,180 @@ class LoopClosureKinematics:
         _, _, fmax = self.transmissions()
         eff = self.model.effortLimit[self.ia]
         return np.where(np.isfinite(fmax), fmax, eff)
+
+
+# ============================================================================ floating base
+@dataclass
+class IDResult:
+    """One constrained inverse-dynamics solution (NOTES-001 sections 2.4-2.6)."""
+    dv: np.ndarray               # nu_dot (nv)
+    forces: np.ndarray           # contact point forces, world axes (3c)
+    tau: np.ndarray              # actuator forces (n_act), as solved
+    lam: np.ndarray              # loop multipliers (m)
+    tau_joint: Optional[np.ndarray]   # serial-equivalent joint torques
+    motor_torque: np.ndarray     # through lead and efficiency
+    saturated: np.ndarray        # bool per actuator: |tau| at the force limit
+    status: str
+    form: str                    # "three-step" or "projected"
+
+
+def contact_points(model: pin.Model, data: pin.Data, contacts, q=None, v=None):
+    """(J_c (3c x nv), J_c_dot v (3c)) of every contact point, world axes, after
+    ``forwardKinematics(q, v, 0)`` and ``computeJointJacobians`` have run on ``data``."""
+    rows, bias = [], []
+    LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
+    for c in contacts:
+        fid = model.getFrameId(c.frame)
+        J = pin.getFrameJacobian(model, data, fid, LWA)
+        R = data.oMf[fid].rotation
+        a0 = pin.getFrameClassicalAcceleration(model, data, fid, LWA)
+        vel = pin.getFrameVelocity(model, data, fid, LWA)
+        w, alpha = vel.angular, a0.angular
+        for p in c.points:
+            r = R @ p
+            rx = np.array([[0, -r[2], r[1]], [r[2], 0, -r[0]], [-r[1], r[0], 0]])
+            rows.append(J[:3] - rx @ J[3:])
+            bias.append(a0.linear + np.cross(alpha, r) + np.cross(w, np.cross(w, r)))
+    if not rows:
+        return np.zeros((0, model.nv)), np.zeros(0)
+    return np.vstack(rows), np.concatenate(bias)
+
+
+class ClosedChainInverseDynamics:
+    """Floating-base constrained inverse dynamics with contacts (NOTES-001 2.4-2.6).
+
+    QP over (nu_dot, F) (three-step form) or (nu_dot_m, F) (projected form):
+        min ||nu_dot_base - a_base_ref||^2 + eps ||nu_dot||^2 + gamma ||F||^2
+        s.t. base rows of the dynamics, contact accelerations zero, loop accelerations zero
+             (three-step only: the projected form has them built in), linearised friction
+             pyramids F_z >= 0, |F_x|, |F_y| <= mu F_z, and the actuator force limits.
+    then lambda = J_lu^-T (M_u nu_dot + h_u - J_cu^T F)                          (eq. 28)
+         tau    = M_a nu_dot + h_a - J_ca^T F - J_la^T lambda                     (eq. 29)
+    or, projected, tau = [G_f^T (M nu_dot + h - J_c^T F)]_a                      (eqs. 67-70).
+    The base task is on the spatial base acceleration (Pinocchio's nu_dot[:6], base frame).
+    """
+
+    def __init__(self, robot, kin: Optional[LoopClosureKinematics] = None, eps: float = 1e-4,
+                 gamma: float = 1e-3, mu: Optional[float] = None, force_limits: bool = True):
+        self.robot = robot
+        self.kin = kin or LoopClosureKinematics(robot)
+        self.model = self.kin.model
+        self.data = self.model.createData()
+        self.eps, self.gamma = eps, gamma
+        self.mu = robot.friction if mu is None else mu
+        self.force_limits = force_limits
+        m = self.model
+        serial = [n for leg in robot.legs for n in leg.joint_names(m)]
+        self.serial_joints = [n for n in serial if n in set(self.kin.passive_joints)]
+        self.i_serial = np.array([m.joints[m.getJointId(n)].idx_v for n in self.serial_joints], dtype=int)
+
+    def terms(self, q, v, contacts):
+        """M, h, J_c, J_c_dot v, loop state, (G_f, drift) at (q, v)."""
+        m, d = self.model, self.data
+        M = pin.crba(m, d, q)
+        M = np.triu(M) + np.triu(M, 1).T
+        h = pin.nonLinearEffects(m, d, q, v)
+        pin.forwardKinematics(m, d, q, v, np.zeros(m.nv))
+        pin.computeJointJacobians(m, d, q)
+        pin.updateFramePlacements(m, d)
+        Jc, dJc = contact_points(m, d, contacts)
+        st = self.kin.compute(q, v)
+        G_f, drift = self.kin.projection(q, v, st)
+        return M, h, Jc, dJc, st, G_f, drift
+
+    def serial_torques(self, G_f: np.ndarray, tau: np.ndarray) -> Optional[np.ndarray]:
+        """tau_j = (P J_m)^-T tau: serial-equivalent joint torques doing the same power."""
+        Js = G_f[self.i_serial, self.kin.nb:]
+        if Js.shape[0] != Js.shape[1]:
+            return None
+        return np.linalg.solve(Js.T, tau)
+
+    def solve(self, q, v, a_base_ref=None, contacts=None, form: str = "three-step") -> IDResult:
+        import osqp
+        from scipy import sparse
+        kin = self.kin
+        contacts = self.robot.contacts if contacts is None else contacts
+        M, h, Jc, dJc, st, G_f, drift = self.terms(q, v, contacts)
+        nv, nb, na, nc = kin.nv, kin.nb, kin.n_act, Jc.shape[0]
+        a_ref = np.zeros(6) if a_base_ref is None else np.asarray(a_base_ref, float)
+        # nu_dot = Z x + z0 with x the QP's acceleration variables
+        if form == "three-step":
+            Z, z0 = np.eye(nv), np.zeros(nv)
+        elif form == "projected":
+            Z, z0 = G_f, drift
+        else:
+            raise ValueError(form)
+        nx = Z.shape[1]
+        n = nx + nc
+        # cost 1/2 x^T P x + c^T x
+        Sb = np.zeros((6, nv))
+        Sb[:, :6] = np.eye(6)
+        A_b = Sb @ Z
+        P = np.zeros((n, n))
+        c = np.zeros(n)
+        P[:nx, :nx] = 2 * (A_b.T @ A_b + self.eps * Z.T @ Z)
+        c[:nx] = 2 * (A_b.T @ (Sb @ z0 - a_ref) + self.eps * Z.T @ z0)
+        P[nx:, nx:] = 2 * self.gamma * np.eye(nc)
+        # equalities
+        eq_A, eq_b = [], []
+        row = np.zeros((6, n))                                       # base rows (26a)
+        row[:, :nx] = M[:6] @ Z
+        row[:, nx:] = -Jc[:, :6].T
+        eq_A.append(row)
+        eq_b.append(-(M[:6] @ z0 + h[:6]))
+        if nc:                                                       # contacts (25b)
+            row = np.zeros((nc, n))
+            row[:, :nx] = Jc @ Z
+            eq_A.append(row)
+            eq_b.append(-(Jc @ z0 + dJc))
+        if form == "three-step" and kin.m:                           # loops (25c)
+            row = np.zeros((kin.m, n))
+            row[:, :nx] = st.J
+            eq_A.append(row)
+            eq_b.append(-st.drift_acc)
+        A_eq, b_eq = np.vstack(eq_A), np.concatenate(eq_b)
+        # inequalities: friction pyramids, actuator limits
+        in_A, lo, hi = [], [], []
+        for i in range(nc // 3):
+            fr = np.zeros((5, n))
+            k = nx + 3 * i
+            fr[0, k + 2] = 1.0
+            fr[1, [k, k + 2]] = (1.0, self.mu)
+            fr[2, [k, k + 2]] = (-1.0, self.mu)
+            fr[3, [k + 1, k + 2]] = (1.0, self.mu)
+            fr[4, [k + 1, k + 2]] = (-1.0, self.mu)
+            in_A.append(fr)
+            lo.append(np.zeros(5))
+            hi.append(np.full(5, np.inf))
+        Ga = G_f[:, nb:]
+        if self.force_limits and na:                                 # tau linear in (x, F)
+            T = np.zeros((na, n))
+            T[:, :nx] = Ga.T @ M @ Z
+            T[:, nx:] = -Ga.T @ Jc.T
+            t0 = Ga.T @ (M @ z0 + h)
+            fmax = kin.force_limits()
+            in_A.append(T)
+            lo.append(-fmax - t0)
+            hi.append(fmax - t0)
+        A = np.vstack([A_eq] + in_A)
+        l = np.concatenate([b_eq] + lo)
+        u = np.concatenate([b_eq] + hi)
+        solver = osqp.OSQP()
+        solver.setup(sparse.csc_matrix(np.triu(P)), c, sparse.csc_matrix(A), l, u, verbose=False,
+                     eps_abs=1e-10, eps_rel=1e-10, max_iter=20000, polishing=True,
+                     polish_refine_iter=10)
+        res = solver.solve()
+        x = res.x
+        status = res.info.status
+        dv = Z @ x[:nx] + z0
+        F = x[nx:]
+        rhs = M @ dv + h - Jc.T @ F
+        if form == "three-step":
+            lam = np.linalg.solve(st.J[:, kin.iu].T, rhs[kin.iu]) if kin.m else np.zeros(0)
+            tau = rhs[kin.ia] - st.J[:, kin.ia].T @ lam
+        else:
+            tau = Ga.T @ rhs
+            lam = np.linalg.solve(st.J[:, kin.iu].T, rhs[kin.iu]) if kin.m else np.zeros(0)
+        fmax = kin.force_limits()
+        return IDResult(dv, F, tau, lam, self.serial_torques(G_f, tau), kin.motor_torque(tau),
+                        np.abs(tau) >= fmax * (1 - 1e-6), status, form)

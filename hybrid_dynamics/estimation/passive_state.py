@@ -1,0 +1,225 @@
+"""Passive-state estimation of closed linkages (paper 001, NOTES-001 sections 2.8-2.9).
+
+Only the actuated joints are measured; the passive ones follow from the loop closures.
+
+:class:`PassiveStateEstimator` is the stabilised velocity-level estimator of section 2.8,
+run once per control cycle (1 kHz):
+
+    theta_dot_a,k = theta_dot_a_meas + beta (theta_a_meas - theta_a,k)
+    theta_dot_u*  = J_m(theta_k) theta_dot_a,k - alpha J_lu^-1 e_l(theta_k)
+    theta_k+1     = theta_k + dt [theta_dot_u*; theta_dot_a,k]          (explicit Euler)
+
+The sign makes the closure error obey e_dot = -alpha e (the paper writes +alpha with e
+taken the other way). alpha * dt and beta * dt must stay below 1; alpha * dt = 1 is one Newton
+step per cycle. The paper uses alpha = 1, beta = 1000; our default alpha = 100 keeps the
+closure error of a fast motion under 1e-6 (Euler drift grows like dt^2 |theta_ddot| / alpha).
+
+Each update returns the estimate at the measurement time: positions theta_k (the actuated
+ones replaced by the measurement) and the constraint-consistent velocities
+[J_m v_a_meas; v_a_meas]. The conditioning of J_lu is watched (LAPACK rcond): near a
+singularity, when a measured actuator leaves its stroke (with ``stroke_margin``), or when
+the measured actuators cannot close the loops (outside the workspace: checked by a Newton
+re-closure whenever the measurement jumps by more than ``jump_tol`` in one cycle),
+the estimator keeps its last valid state, returns it with ``valid = False`` and says why in
+``status``. :func:`calibrate` is the encoder calibration of section 2.9.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence
+
+import numpy as np
+import pinocchio as pin
+
+from ..dynamics.closed_chain import LoopClosureKinematics
+
+OK = "ok"
+NEAR_SINGULAR = "near_singular"
+OUT_OF_WORKSPACE = "out_of_workspace"
+
+
+@dataclass
+class PassiveEstimate:
+    """The completed state: ``q`` (nq) and ``v`` (nv) in Pinocchio's order."""
+    q: np.ndarray
+    v: np.ndarray
+    residual: float              # max |e_l| at q [m or rad]
+    rcond: float                 # reciprocal condition of J_lu (1-norm estimate)
+    valid: bool
+    status: str = OK             # ok | near_singular | out_of_workspace
+    message: str = ""
+
+
+class PassiveStateEstimator:
+    """Stabilised passive-state estimator; feed it the actuated joints only.
+
+    ``update(q_a, v_a)`` takes the actuated positions and velocities in the order of
+    ``kin.actuated_joints`` (``update_named`` takes dicts). The floating base, if any, is
+    passed through from ``q_base`` (7) / ``v_base`` (6) and does not affect the loops.
+    """
+
+    def __init__(self, robot_or_kin, dt: float = 1e-3, alpha: float = 100.0, beta: float = 1000.0,
+                 rcond_min: float = 1e-6, residual_max: float = 1e-3, jump_tol: float = 5e-3,
+                 stroke_margin: float = 0.1):
+        self.kin = robot_or_kin if isinstance(robot_or_kin, LoopClosureKinematics) \
+            else LoopClosureKinematics(robot_or_kin)
+        if not (0 < alpha * dt <= 1 and 0 <= beta * dt <= 1):
+            raise ValueError("alpha * dt and beta * dt must lie in (0, 1]")
+        self.dt, self.alpha, self.beta = dt, alpha, beta
+        self.rcond_min, self.residual_max = rcond_min, residual_max
+        self.jump_tol = jump_tol
+        m, qa = self.kin.model, self.kin.qa
+        margin = stroke_margin * (m.upperPositionLimit[qa] - m.lowerPositionLimit[qa])
+        self._stroke = (m.lowerPositionLimit[qa] - margin, m.upperPositionLimit[qa] + margin)
+        self.theta: Optional[np.ndarray] = None     # internal q (nq)
+        self.last_valid: Optional[PassiveEstimate] = None
+        self._v = np.zeros(self.kin.nv)
+
+    @property
+    def actuated_joints(self) -> List[str]:
+        return self.kin.actuated_joints
+
+    # ------------------------------------------------------------------ set-up
+    def initialise(self, q_a: Sequence[float], q_guess: Optional[np.ndarray] = None) -> PassiveEstimate:
+        """Close the loops at the measured actuators (Newton from ``q_guess``, the last
+        estimate, or the reference configuration)."""
+        kin = self.kin
+        start = q_guess if q_guess is not None else (self.theta if self.theta is not None else kin.q_ref)
+        q, info = kin.close(kin.with_actuated(start, q_a))
+        if not info["converged"]:
+            return self._invalid(OUT_OF_WORKSPACE, f"the measured actuators do not close the loops "
+                                 f"(residual {info['residual']:.3g} after {info['iterations']} iterations)")
+        self.theta = q
+        est = PassiveEstimate(q.copy(), np.zeros(kin.nv), info["residual"], info["rcond"], True)
+        if info["rcond"] < self.rcond_min:
+            return self._invalid(NEAR_SINGULAR, f"J_lu near singular (rcond {info['rcond']:.2e})")
+        self.last_valid = est
+        return est
+
+    def _invalid(self, status: str, message: str) -> PassiveEstimate:
+        if self.last_valid is not None:
+            self.theta = self.last_valid.q.copy()
+            lv = self.last_valid
+            return PassiveEstimate(lv.q.copy(), lv.v.copy(), lv.residual, self.kin.last_rcond, False, status, message)
+        nan = PassiveEstimate(self.kin.q_ref.copy(), np.zeros(self.kin.nv), float("nan"),
+                              self.kin.last_rcond, False, status, message)
+        return nan
+
+    # ------------------------------------------------------------------ cycle
+    def update(self, q_a: np.ndarray, v_a: np.ndarray, q_base: Optional[np.ndarray] = None,
+               v_base: Optional[np.ndarray] = None) -> PassiveEstimate:
+        kin = self.kin
+        q_a = np.asarray(q_a, dtype=float)
+        v_a = np.asarray(v_a, dtype=float)
+        if not (np.all(np.isfinite(q_a)) and np.all(np.isfinite(v_a))):
+            return self._invalid(OUT_OF_WORKSPACE, "non-finite actuator measurement")
+        if self.theta is None:
+            est = self.initialise(q_a)
+            if not est.valid:
+                return est
+        th = self.theta
+        lo, hi = self._stroke
+        if np.any(q_a < lo) or np.any(q_a > hi):
+            bad = [n for n, x, a, b in zip(kin.actuated_joints, q_a, lo, hi) if not a <= x <= b]
+            return self._invalid(OUT_OF_WORKSPACE, f"actuators outside their stroke: {', '.join(bad)}")
+        if np.max(np.abs(q_a - th[kin.qa])) > self.jump_tol:
+            # a jump no velocity explains: re-close at the measurement before going on
+            q, info = kin.close(kin.with_actuated(th, q_a))
+            if not info["converged"]:
+                return self._invalid(OUT_OF_WORKSPACE, f"the measured actuators cannot close the loops "
+                                     f"(residual {info['residual']:.3g})")
+            self.theta = th = q
+        if q_base is not None:
+            th[:7] = q_base
+        # corrected actuated velocity (eq. 38)
+        va_k = v_a + self.beta * (q_a - th[kin.qa])
+        st = kin.compute(th)
+        residual = float(np.max(np.abs(st.error))) if st.error.size else 0.0
+        fac = kin._factor(st.J)
+        rcond = fac[2]
+        if rcond < self.rcond_min:
+            return self._invalid(NEAR_SINGULAR, f"J_lu near singular (rcond {rcond:.2e}): "
+                                 "the actuators do not determine the passive joints here")
+        if residual > self.residual_max or not np.isfinite(residual):
+            # the estimate lost the loops: re-close at the measurement from the last valid state
+            guess = self.last_valid.q if self.last_valid is not None else kin.q_ref
+            q, info = kin.close(kin.with_actuated(guess, q_a))
+            if not info["converged"]:
+                return self._invalid(OUT_OF_WORKSPACE, f"actuators {np.round(q_a, 4).tolist()} cannot close "
+                                     f"the loops (residual {info['residual']:.3g})")
+            self.theta = th = q
+            st = kin.compute(th)
+            fac = kin._factor(st.J)
+            rcond, residual = fac[2], info["residual"]
+        Jm = kin.jm(st, fac)
+        v = self._v
+        v[:] = 0.0
+        if v_base is not None:
+            v[:kin.nb] = v_base
+        v[kin.ia] = v_a
+        v[kin.iu] = Jm @ v_a
+        q_out = th.copy()
+        q_out[kin.qa] = q_a
+        est = PassiveEstimate(q_out, v.copy(), residual, rcond, True)
+        # stabilised passive velocity (eq. 37) and Euler step (eq. 40)
+        vu = Jm @ va_k - self.alpha * kin._solve(fac, st.error) if st.error.size else Jm @ va_k
+        th[kin.qu] += self.dt * vu
+        th[kin.qa] += self.dt * va_k
+        self.last_valid = est
+        return est
+
+    def update_named(self, positions: Dict[str, float], velocities: Dict[str, float], **kw) -> PassiveEstimate:
+        """Like :meth:`update`, with actuated joints matched by name (every one required)."""
+        missing = [n for n in self.actuated_joints if n not in positions or n not in velocities]
+        if missing:
+            raise KeyError(f"missing actuated joints: {', '.join(missing)}")
+        return self.update(np.array([positions[n] for n in self.actuated_joints]),
+                           np.array([velocities[n] for n in self.actuated_joints]), **kw)
+
+
+# ---------------------------------------------------------------------------- calibration
+@dataclass
+class CalibrationResult:
+    q: np.ndarray                          # calibrated configuration
+    offsets: Dict[str, float]              # actuated joint -> value to add to its relative reading
+    iterations: int
+    error_norms: List[float] = field(default_factory=list)
+    converged: bool = True
+
+
+def calibrate(kin: LoopClosureKinematics, absolute: Dict[str, float], relative: Dict[str, float],
+              q0: Optional[np.ndarray] = None, alpha: float = 1.0, dt: float = 1.0, eps: float = 1e-10,
+              max_iter: int = 50) -> CalibrationResult:
+    """Encoder calibration (NOTES-001 section 2.9).
+
+    ``absolute``: joint -> absolute reading (passive joints with rotary encoders, absolute
+    linear encoders). ``relative``: actuated joint -> its relative (motor-side) reading.
+    Stacks J = [J_l; E] and e = [e_l; theta_E - theta_meas] and iterates J theta_dot = -alpha e,
+    theta += dt theta_dot (alpha dt = 1: Newton) until ||e|| < eps. The actuator offsets are
+    then theta_a - relative reading. Needs len(absolute) + rows = number of joints."""
+    m = kin.model
+    names = list(absolute)
+    idx_v = np.array([m.joints[m.getJointId(n)].idx_v for n in names], dtype=int)
+    idx_q = np.array([m.joints[m.getJointId(n)].idx_q for n in names], dtype=int)
+    meas = np.array([absolute[n] for n in names], dtype=float)
+    nj = kin.nv - kin.nb
+    if kin.m + len(names) != nj:
+        raise ValueError(f"{kin.m} loop rows + {len(names)} absolute readings != {nj} joints")
+    q = np.array(kin.q_ref if q0 is None else q0, dtype=float)
+    for n, val in relative.items():         # start from the relative readings
+        q[m.joints[m.getJointId(n)].idx_q] = val
+    q[idx_q] = meas
+    norms = []
+    E = np.zeros((len(names), kin.nv))
+    E[np.arange(len(names)), idx_v] = 1.0
+    for it in range(max_iter):
+        st = kin.compute(q)
+        e = np.concatenate([st.error, q[idx_q] - meas])
+        norms.append(float(np.linalg.norm(e)))
+        if norms[-1] < eps:
+            break
+        J = np.vstack([st.J, E])[:, kin.nb:]
+        dq = -alpha * np.linalg.solve(J, e)
+        q[7 if kin.floating else 0:] += dt * dq
+    offsets = {n: float(q[m.joints[m.getJointId(n)].idx_q] - relative[n]) for n in relative}
+    return CalibrationResult(q, offsets, len(norms) - 1, norms, norms[-1] < eps)
