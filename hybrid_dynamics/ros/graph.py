@@ -208,8 +208,8 @@ class Graph:
             self.executor.shutdown(timeout_sec=2.0)
             if self._thread is not None:
                 self._thread.join(timeout=2.0)
-            for future in list(self.executor._inflight):
-                future.cancel()
+            if self.executor._inflight:      # let started callbacks finish before destroying
+                concurrent.futures.wait(list(self.executor._inflight), timeout=2.0)
         finally:
             for node in list(self.nodes.values()):
                 try:

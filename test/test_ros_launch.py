@@ -1,0 +1,126 @@
+"""The launch files, evaluated against a minimal stand-in of ``launch``/``launch_ros`` (not
+installable from PyPI): every node they start exists (an entry point of setup.py or a
+standard ROS package), every file they pass exists, robot_state_publisher gets the URDF and
+the estimator's full joint states; the rviz config shows the model, markers and odometry."""
+import runpy
+import sys
+import types
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+EXTERNAL = {"robot_state_publisher": "robot_state_publisher", "rviz2": "rviz2"}
+
+
+class _Rec:
+    def __init__(self, *args, **kwargs):
+        self.args, self.kwargs = args, kwargs
+
+
+class LaunchConfiguration:
+    defaults = {}
+
+    def __init__(self, name, **kwargs):
+        self.name = name
+
+    def perform(self, context):
+        return context.get(self.name, self.defaults.get(self.name, ""))
+
+
+class DeclareLaunchArgument(_Rec):
+    def __init__(self, name, default_value="", **kwargs):
+        super().__init__(name, default_value=default_value, **kwargs)
+        LaunchConfiguration.defaults[name] = default_value
+
+
+@pytest.fixture
+def fake_launch(monkeypatch):
+    recorded = []
+
+    class Node(_Rec):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            recorded.append(kwargs)
+
+    mods = {
+        "launch": types.SimpleNamespace(LaunchDescription=lambda entities: list(entities)),
+        "launch.actions": types.SimpleNamespace(DeclareLaunchArgument=DeclareLaunchArgument,
+                                                OpaqueFunction=lambda function: ("opaque", function),
+                                                IncludeLaunchDescription=lambda src, launch_arguments=(): (
+                                                    "include", src, dict(launch_arguments))),
+        "launch.conditions": types.SimpleNamespace(IfCondition=_Rec),
+        "launch.launch_description_sources": types.SimpleNamespace(PythonLaunchDescriptionSource=lambda p: p),
+        "launch.substitutions": types.SimpleNamespace(LaunchConfiguration=LaunchConfiguration,
+                                                      PathJoinSubstitution=lambda parts: parts),
+        "launch_ros": types.SimpleNamespace(),
+        "launch_ros.actions": types.SimpleNamespace(Node=Node),
+        "ament_index_python.packages": types.SimpleNamespace(get_package_share_directory=lambda p: str(REPO)),
+    }
+    for name, mod in mods.items():
+        monkeypatch.setitem(sys.modules, name, mod)
+    return recorded
+
+
+def _setup_nodes():
+    text = (REPO / "setup.py").read_text()
+    ns = {}
+    start = text.index("NODES = {")
+    exec(text[start:text.index("}", start) + 1], ns)
+    return ns["NODES"]
+
+
+def test_bringup_starts_the_nodes_with_the_robot_config(fake_launch):
+    desc = runpy.run_path(str(REPO / "launch" / "bringup.launch.py"))["generate_launch_description"]()
+    opaque = [e for e in desc if isinstance(e, tuple) and e[0] == "opaque"]
+    assert opaque
+    opaque[0][1]({"robot": "jethexa"})
+    names = {n["name"]: n for n in fake_launch}
+    assert set(names) == {"state_estimator", "whole_body_controller", "morphology_manager", "robot_state_publisher"}
+    entry_points = _setup_nodes()
+    for n in fake_launch:
+        assert n["executable"] in entry_points or n["executable"] in EXTERNAL, n
+        for p in n.get("parameters", []):
+            if isinstance(p, str):
+                assert Path(p).is_file(), p
+                assert "whole_body_controller" in yaml.safe_load(Path(p).read_text())
+    rsp = names["robot_state_publisher"]
+    assert "<robot" in rsp["parameters"][0]["robot_description"]
+    assert ("joint_states", "/state_estimator/joint_states_full") in rsp["remappings"]
+
+
+def test_sim_includes_bringup_plus_simulator_and_rviz(fake_launch):
+    desc = runpy.run_path(str(REPO / "launch" / "sim.launch.py"))["generate_launch_description"]()
+    includes = [e for e in desc if isinstance(e, tuple) and e[0] == "include"]
+    assert includes and Path(includes[0][1]).name == "bringup.launch.py" and Path(includes[0][1]).is_file()
+    execs = {n["executable"] for n in fake_launch}
+    assert {"mujoco_sim", "rviz2"} <= execs
+    rviz = next(n for n in fake_launch if n["executable"] == "rviz2")
+    assert Path(*rviz["arguments"][1]).is_file()
+
+
+def test_rviz_config_shows_model_markers_odometry():
+    cfg = yaml.safe_load((REPO / "config" / "hybrid_dynamics.rviz").read_text())
+    displays = {d["Class"]: d for d in cfg["Visualization Manager"]["Displays"]}
+    assert "rviz_default_plugins/RobotModel" in displays
+    assert displays["rviz_default_plugins/MarkerArray"]["Topic"]["Value"] == "/whole_body_controller/markers"
+    assert displays["rviz_default_plugins/Odometry"]["Topic"]["Value"] == "/state_estimator/odometry"
+    assert cfg["Visualization Manager"]["Global Options"]["Fixed Frame"] == "odom"
+
+
+@pytest.mark.parametrize("robot", ["jethexa", "solo12", "talos"])
+def test_robot_params_declare_known_names_only(robot):
+    """Every key of config/<robot>.yaml is a declared parameter of its node."""
+    from hybrid_dynamics.ros import params as P
+    data = yaml.safe_load((REPO / "config" / f"{robot}.yaml").read_text())
+    for node, section in data.items():
+        flat = P.flatten(section["ros__parameters"])
+        targets = P.NODES.values() if node == "/**" else [P.NODES[node]]
+        for spec in targets:
+            unknown = set(flat) - set(spec)
+            assert not unknown, (node, unknown)
+    from hybrid_dynamics.model.robot import load_robot
+    r = load_robot(robot)
+    joints = data["whole_body_controller"]["ros__parameters"]["joints"]
+    assert set(joints) == set(r.actuated_joints)
