@@ -45,27 +45,37 @@ class Reassembly:
     v: Optional[np.ndarray] = None
 
 
+_R6 = np.arange(6)
+_R7 = np.arange(7)
+
+
 class _Coordinates:
     """Reduced coordinates of one morphology, as index arrays into the healthy q and v."""
-    __slots__ = ("q_index", "v_index", "q_fill", "locked")
+    __slots__ = ("q_index", "v_index", "q_fill", "locked", "jmask", "qrank", "vrank")
 
-    def __init__(self, data: TreeData, q_index, v_index, locked):
+    def __init__(self, data: TreeData, q_index, v_index, locked, jmask=None):
         self.q_index = q_index
         self.v_index = v_index
         self.locked = locked
-        fill = data.q_stand.copy()
-        for b, angle in locked.items():
-            fill[6 + b] = angle
+        fill = data.q_stand
+        if locked:
+            fill = fill.copy()
+            for b, angle in locked.items():
+                fill[6 + b] = angle
         self.q_fill = fill
+        if jmask is None:
+            jmask = np.zeros(data.n, dtype=bool)
+            jmask[v_index[6:] - 6] = True
+        self.jmask = jmask                                # healthy joints present
+        rank = np.cumsum(jmask)
+        self.vrank = rank + 5                             # position in v of each present joint
+        self.qrank = rank + 6
 
 
-def _index_map(a: np.ndarray, b: np.ndarray, size: int) -> Tuple[np.ndarray, np.ndarray]:
-    inb = np.zeros(size, dtype=bool)
-    inb[b] = True
-    keep = inb[a]
-    pos = np.empty(size, dtype=int)
-    pos[b] = np.arange(len(b))
-    return np.flatnonzero(keep), pos[a[keep]]
+def _maps(old: _Coordinates, new: _Coordinates):
+    both = old.jmask & new.jmask
+    return ((np.concatenate((_R7, old.qrank[both])), np.concatenate((_R7, new.qrank[both]))),
+            (np.concatenate((_R6, old.vrank[both])), np.concatenate((_R6, new.vrank[both]))))
 
 
 class ModularEngine:
@@ -92,8 +102,7 @@ class ModularEngine:
         if old is None:
             return Reassembly((np.arange(len(new.q_index)),) * 2, (np.arange(len(new.v_index)),) * 2)
         data = self.data
-        out = Reassembly(_index_map(old.q_index, new.q_index, data.n + 7),
-                         _index_map(old.v_index, new.v_index, data.n + 6))
+        out = Reassembly(*_maps(old, new))
         if q is not None:
             q_full = old.q_fill.copy()
             q_full[old.q_index] = q

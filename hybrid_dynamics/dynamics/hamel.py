@@ -44,8 +44,8 @@ from typing import List, Optional
 
 import numpy as np
 
-from .engine import ModularEngine, _Coordinates, tree_data
-from .lie import Ad, Ad_inv, Ad_inv_b, ad, force_cross, quat_to_rot, rot_axis, skew_b
+from .engine import _R6, _R7, ModularEngine, _Coordinates, tree_data
+from .lie import Ad, Ad_inv, Ad_inv_b, ad, force_cross, quat_to_rot, rot_axis, skew, skew_b
 
 GRAVITY = np.array([0.0, 0.0, -9.81])
 
@@ -314,6 +314,32 @@ class HamelDirect(ModularEngine):
 
 
 # ================================================================================ fast
+def _ad_tensor() -> np.ndarray:
+    """G with ad(a) = (a @ G).reshape(6, 6): ad is linear in a, so a batch of ad matrices
+    is one matrix product."""
+    G = np.empty((6, 36))
+    for i in range(6):
+        e = np.zeros(6)
+        e[i] = 1.0
+        G[i] = ad(e).reshape(36)
+    return G
+
+
+_G_AD = _ad_tensor()
+_G_FX = np.stack([-(g.reshape(6, 6).T) for g in _G_AD]).reshape(6, 36)   # -ad(a)^T
+_G_SKEW = np.stack([skew(e).reshape(9) for e in np.eye(3)])              # skew(p) = (p @ G).reshape(3, 3)
+
+
+def _level_index(idx: np.ndarray):
+    """A slice when the indices are evenly spaced (a view instead of a gather)."""
+    if len(idx) == 1:
+        return slice(int(idx[0]), int(idx[0]) + 1)
+    step = int(idx[1] - idx[0])
+    if step > 0 and np.all(np.diff(idx) == step):
+        return slice(int(idx[0]), int(idx[-1]) + 1, step)
+    return idx
+
+
 class HamelFast(ModularEngine):
     """Paper 000's fast form, vectorised over every leg at once (see module doc)."""
 
@@ -323,14 +349,15 @@ class HamelFast(ModularEngine):
         d = tree_data(robot)
         n = d.n
         self._n = n
-        self._parent = d.parent
         self._levels = []
         for depth in range(1, int(d.depth.max()) + 1 if n else 1):
             bodies = np.flatnonzero(d.depth == depth)
-            self._levels.append((bodies, d.parent[bodies], bodies - 1))
+            parents = d.parent[bodies]
+            self._levels.append((_level_index(bodies - 1), _level_index(parents - 1),
+                                 bool(np.all(parents == 0))))
         ax = d.axis[1:]
         K = skew_b(ax) * (d.kind[1:] == 0)[:, None, None]     # prismatic joints do not rotate
-        self._K = d.R0[1:] @ K                              # R0 K and R0 K^2: R0 Rot(th)
+        self._K = d.R0[1:] @ K                              # R0 Rot(th) = R0 + s R0 K + (1-c) R0 K^2
         self._K2 = d.R0[1:] @ (K @ K)
         self._R0 = d.R0[1:]
         self._rev = (d.kind[1:] == 0).astype(float)[:, None]
@@ -338,61 +365,68 @@ class HamelFast(ModularEngine):
         self._any_pri = bool(self._pri.any())
         self._R0ax = np.einsum("nij,nj->ni", d.R0[1:], ax)
         self._p0 = d.p0[1:]
-        self._axis = ax
+        self._axisT = ax[:, :, None]
         self._A = d.anc[1:, 1:].copy()                       # A[m, l]: m is l or above it
         self._AT = self._A.T.copy()
+        self._Ppar = np.zeros((n, n))                        # Ppar @ x: the parent's row (0 at the base)
+        for b in range(1, n + 1):
+            if d.parent[b] > 0:
+                self._Ppar[b - 1, d.parent[b] - 1] = 1.0
         self._Ib = d.I6[0]
-        self._pidx = d.parent[1:]                            # parent body (0 = base)
-        self._eye = np.eye(3)
+        self._group = d.group[1:]
+        self._tips_all = d.tips
+        self._tip_joint_all = np.array([t.body - 1 for t in d.tips], dtype=int)
+        self._tipR_all = np.array([t.R for t in d.tips]).reshape(-1, 3, 3)
+        self._tipp_all = np.array([t.p for t in d.tips]).reshape(-1, 3)
+        self._classes = schur_classes(d.group[1:])          # healthy leg blocks, by size
         super().__init__(robot, morphology)
 
     def _assemble(self, morphology):
+        """Existence vectors and index maps only: every evaluation runs at healthy dimensions
+        and deletes the rows and columns of missing coordinates (Algorithm 3)."""
         d = self.data
         exist, locked = d.masks(morphology)
-        active = exist[1:].copy()
-        for b in locked:
-            active[b - 1] = 0.0
-        act = np.flatnonzero(active)                         # 0-based joint indices
-        I6e = d.I6[1:] * exist[1:, None, None]               # x_ij multiplies link l_ij
-        tips = [t for t in d.tips if exist[t.body] > 0]
-        tip_body = np.array([t.body - 1 for t in tips], dtype=int)
-        tipR = np.array([t.R for t in tips]).reshape(-1, 3, 3)
-        tipp = np.array([t.p for t in tips]).reshape(-1, 3)
-        tip_mask = self._A[np.ix_(act, tip_body)].T if len(tips) else np.zeros((0, len(act)))
-        q_index = np.concatenate([np.arange(7), 7 + act])
-        v_index = np.concatenate([np.arange(6), 6 + act])
-        coords = _Coordinates(d, q_index, v_index, locked)
-        classes = schur_classes(d.group[1 + act])
-        Aact = self._A[np.ix_(act, act)]
-        return (coords, act, I6e, tips, tip_body, tipR, tipp, tip_mask, classes, Aact)
+        present = exist[1:] > 0
+        jmask = present.copy()
+        if locked:
+            jmask[np.fromiter(locked, int, len(locked)) - 1] = False
+        act = np.flatnonzero(jmask)                          # 0-based joint indices
+        coords = _Coordinates(d, np.concatenate((_R7, 7 + act)), np.concatenate((_R6, 6 + act)),
+                              locked, jmask)
+        alive = np.flatnonzero(present[self._tip_joint_all])
+        return coords, act, exist, alive
 
     def _install(self, built) -> None:
-        (self.coords, self._act, self._I6e, self._tips, self._tip_body, self._tipR, self._tipp,
-         self._tip_mask, self.classes, self._Aact) = built
-        self._thfill = self.coords.q_fill[7:].copy()
+        self.coords, self._act, exist, self._alive = built
+        self._I6e = self.data.I6[1:] * exist[1:, None, None]  # x_ij multiplies link l_ij
+        vi = self.coords.v_index
+        self._healthy = len(vi) == self._n + 6
+        self._vi_r, self._vi_c = vi[:, None], vi[None, :]
+        self._thfill = self.coords.q_fill[7:]
 
     @property
     def tips(self) -> List[str]:
-        return [t.name for t in self._tips]
+        return [self._tips_all[i].name for i in self._alive]
 
     # ------------------------------------------------------------------ kinematics
     def _fk(self, q):
         th = self._thfill.copy()
         th[self._act] = q[7:]
-        s, c = np.sin(th)[:, None, None], np.cos(th)[:, None, None]
-        Rl = self._R0 + s * self._K + (1.0 - c) * self._K2  # R0 Rot(axis, th), every joint
+        s = np.sin(th)[:, None, None]
+        Rl = self._R0 + s * self._K + (1.0 - np.cos(th))[:, None, None] * self._K2
         pl = self._p0 + self._R0ax * (th[:, None] * self._pri) if self._any_pri else self._p0
         n = self._n
-        R = np.empty((n + 1, 3, 3))
-        p = np.empty((n + 1, 3))
-        R[0] = self._eye
-        p[0] = 0.0
-        for bodies, parents, rows in self._levels:           # one batched step per depth
-            Rp = R[parents]
-            R[bodies] = Rp @ Rl[rows]
-            p[bodies] = p[parents] + (Rp @ pl[rows][:, :, None])[:, :, 0]
-        R, p = R[1:], p[1:]
-        w = (R @ self._axis[:, :, None])[:, :, 0]
+        R = np.empty((n, 3, 3))
+        p = np.empty((n, 3))
+        for rows, parents, at_base in self._levels:          # one batched step per depth
+            if at_base:
+                R[rows] = Rl[rows]
+                p[rows] = pl[rows]
+            else:
+                Rp = R[parents]
+                R[rows] = Rp @ Rl[rows]
+                p[rows] = p[parents] + (Rp @ pl[rows][:, :, None])[:, :, 0]
+        w = (R @ self._axisT)[:, :, 0]
         xi = np.empty((n, 6))
         if self._any_pri:
             xi[:, :3] = _cross(p, w) * self._rev + w * self._pri
@@ -400,108 +434,156 @@ class HamelFast(ModularEngine):
         else:
             xi[:, :3] = _cross(p, w)
             xi[:, 3:] = w
-        X = Ad_inv_b(R, p)
+        Rt = np.swapaxes(R, 1, 2)
+        X = np.zeros((n, 6, 6))                              # Ad^-1_{g_b,l}
+        X[:, :3, :3] = Rt
+        X[:, 3:, 3:] = Rt
+        X[:, :3, 3:] = -Rt @ (p @ _G_SKEW).reshape(n, 3, 3)
         Mbb = np.swapaxes(X, 1, 2) @ self._I6e @ X          # x_ij M^bb_ij for every link
         return R, p, xi, Mbb
 
-    def _mass(self, xi, Mbb):
+    def _mass_full(self, xi, Mbb):
+        """M at healthy dimensions (removed links carry x_ij = 0)."""
         n = self._n
-        act = self._act
-        Ic = (self._A @ Mbb.reshape(n, 36)).reshape(n, 6, 6)
-        xa = xi[act]
-        F = (Ic[act] @ xa[:, :, None])[:, :, 0]
-        X = (xa @ F.T) * self._Aact
-        nv = 6 + len(act)
-        M = np.empty((nv, nv))
+        Ic = (self._A @ Mbb.reshape(n, 36)).reshape(n, 6, 6)  # composite: sum of links below
+        F = (Ic @ xi[:, :, None])[:, :, 0]
+        X = (xi @ F.T) * self._A
+        M = np.empty((n + 6, n + 6))
         M[:6, :6] = self._Ib + Mbb.sum(0)
         M[:6, 6:] = F.T
         M[6:, :6] = F
         M[6:, 6:] = X + X.T - np.diag(np.diag(X))
         return M
 
-    def _h(self, q, xi, Mbb, v, with_velocity=True):
+    def _h_full(self, q, xi, Mbb, v, with_velocity=True):
         n = self._n
         g6 = np.zeros(6)
         g6[:3] = quat_to_rot(q[3:7]).T @ GRAVITY
         Ib = self._Ib
         if with_velocity:
             Vb = v[:6]
-            thd = np.zeros(n)
-            thd[self._act] = v[6:]
+            if self._healthy:
+                thd = v[6:]
+            else:
+                thd = np.zeros(n)
+                thd[self._act] = v[6:]
             Xd = xi * thd[:, None]
             Vrel = self._AT @ Xd                             # relative twist of every link
-            Vext = np.zeros((n + 1, 6))
-            Vext[1:] = Vrel
-            c = _mcross(Vext[self._pidx], Xd)
-            a = _mcross(Vb, Vrel) + self._AT @ c             # link acceleration at v_dot = 0
+            adp = ((self._Ppar @ Vrel) @ _G_AD).reshape(n, 6, 6)
+            c = (adp @ Xd[:, :, None])[:, :, 0]              # ad(V_parent) xi' theta_dot
+            a = Vrel @ (Vb @ _G_AD).reshape(6, 6).T + self._AT @ c   # link accelerations, v_dot = 0
             V = Vrel + Vb
-            P = (Mbb @ V[:, :, None])[:, :, 0]
-            w = (Mbb @ (a - g6)[:, :, None])[:, :, 0] + _fcross(V, P)
-            hb = w.sum(0) - Ib @ g6 + _fcross(Vb, Ib @ Vb)
+            both = Mbb @ np.stack([a - g6, V], axis=2)       # M^bb (a - g), M^bb V
+            w = both[:, :, 0] + ((V @ _G_FX).reshape(n, 6, 6) @ both[:, :, 1:2])[:, :, 0]
+            hb = w.sum(0) - Ib @ g6 + (Vb @ _G_FX).reshape(6, 6) @ (Ib @ Vb)
         else:
             w = -(Mbb @ g6)
             hb = w.sum(0) - Ib @ g6
-        act = self._act
-        wt = self._A[act] @ w                                # subtree sums
-        h = np.empty(6 + len(act))
+        h = np.empty(n + 6)
         h[:6] = hb
-        h[6:] = (xi[act] * wt).sum(1)
+        h[6:] = (xi * (self._A @ w)).sum(1)                  # xi'_m . (sum of wrenches below m)
         return h
 
-    def _tipJ(self, R, p, xi):
-        tb = self._tip_body
-        Rt = R[tb] @ self._tipR
-        pt = p[tb] + (R[tb] @ self._tipp[:, :, None])[:, :, 0]
-        X = Ad_inv_b(Rt, pt)                                 # (T, 6, 6)
+    def _tipJ_full(self, R, p, xi):
+        alive = self._alive
+        tb = self._tip_joint_all[alive]
         T = len(tb)
-        J = np.empty((T, 6, 6 + len(self._act)))
+        Rt = R[tb] @ self._tipR_all[alive]
+        pt = p[tb] + (R[tb] @ self._tipp_all[alive][:, :, None])[:, :, 0]
+        RtT = np.swapaxes(Rt, 1, 2)
+        X = np.zeros((T, 6, 6))                              # Ad^-1_{g_b,t}
+        X[:, :3, :3] = RtT
+        X[:, 3:, 3:] = RtT
+        X[:, :3, 3:] = -RtT @ (pt @ _G_SKEW).reshape(T, 3, 3)
+        J = np.empty((T, 6, 6 + self._n))
         J[:, :, :6] = X
-        J[:, :, 6:] = (X @ xi[self._act].T) * self._tip_mask[:, None, :]
+        J[:, :, 6:] = (X @ xi.T) * self._A[:, tb].T[:, None, :]
         return J.reshape(6 * T, -1)
+
+    # deletion of the rows and columns of missing coordinates (Algorithm 3, step 4)
+    def _cut(self, x):
+        return x if self._healthy else x[self.coords.v_index]
+
+    def _cut2(self, M):
+        return M if self._healthy else M[self._vi_r, self._vi_c]
+
+    def _solve_full(self, M, r):
+        """Arrowhead Schur solve at healthy dimensions; a missing coordinate is decoupled
+        (unit diagonal, zero row and column, zero right-hand side)."""
+        if not self._healthy:
+            d = np.flatnonzero(~self.coords.jmask) + 6
+            M[d, :] = 0.0
+            M[:, d] = 0.0
+            M[d, d] = 1.0
+            r[d] = 0.0
+        S = M[:6, :6].copy()
+        rb = r[:6].copy()
+        parts = []
+        for idx in self._classes:
+            D = M[idx[:, :, None], idx[:, None, :]]
+            Bt = M[idx, :6]
+            Y = np.linalg.solve(D, np.concatenate([Bt, r[idx][:, :, None]], axis=2))
+            S -= np.einsum("bsi,bsj->ij", Bt, Y[:, :, :6])
+            rb -= np.einsum("bsi,bs->i", Bt, Y[:, :, 6])
+            parts.append((idx, Y))
+        x = np.empty_like(r)
+        xb = np.linalg.solve(S, rb)
+        x[:6] = xb
+        for idx, Y in parts:
+            x[idx] = Y[:, :, 6] - Y[:, :, :6] @ xb
+        return x
+
+    def _full(self, x):
+        if self._healthy:
+            return np.asarray(x, float)
+        out = np.zeros(self._n + 6)
+        out[self.coords.v_index] = x
+        return out
 
     # ------------------------------------------------------------------ public
     def mass_matrix(self, q):
         self._check(q)
         _, _, xi, Mbb = self._fk(q)
-        return self._mass(xi, Mbb)
+        return self._cut2(self._mass_full(xi, Mbb))
 
     def nle(self, q, v):
         self._check(q, v)
         _, _, xi, Mbb = self._fk(q)
-        return self._h(q, xi, Mbb, v)
+        return self._cut(self._h_full(q, xi, Mbb, v))
 
     def mass_and_nle(self, q, v):
         self._check(q, v)
         _, _, xi, Mbb = self._fk(q)
-        return self._mass(xi, Mbb), self._h(q, xi, Mbb, v)
+        return self._cut2(self._mass_full(xi, Mbb)), self._cut(self._h_full(q, xi, Mbb, v))
 
     def gravity(self, q):
         self._check(q)
         _, _, xi, Mbb = self._fk(q)
-        return self._h(q, xi, Mbb, None, with_velocity=False)
+        return self._cut(self._h_full(q, xi, Mbb, None, with_velocity=False))
 
     def coriolis(self, q, v):
         self._check(q, v)
         _, _, xi, Mbb = self._fk(q)
-        return self._h(q, xi, Mbb, v) - self._h(q, xi, Mbb, None, with_velocity=False)
+        return self._cut(self._h_full(q, xi, Mbb, v) - self._h_full(q, xi, Mbb, None, with_velocity=False))
 
     def tip_jacobians(self, q):
         self._check(q)
         R, p, xi, _ = self._fk(q)
-        return self._tipJ(R, p, xi)
+        J = self._tipJ_full(R, p, xi)
+        return J if self._healthy else J[:, self.coords.v_index]
 
     def forward_dynamics(self, q, v, tau, f_tips=None):
         self._check(q, v)
         R, p, xi, Mbb = self._fk(q)
-        r = np.asarray(tau, float) - self._h(q, xi, Mbb, v)
+        r = self._full(tau) - self._h_full(q, xi, Mbb, v)
         if f_tips is not None:
-            r = r + _tip_forces(self._tipJ(R, p, xi), f_tips)
-        return arrowhead_solve(self._mass(xi, Mbb), r, self.classes)
+            r = r + self._tipJ_full(R, p, xi).T @ np.asarray(f_tips, float).reshape(-1)
+        return self._cut(self._solve_full(self._mass_full(xi, Mbb), r))
 
     def inverse_dynamics(self, q, v, a, f_tips=None):
         self._check(q, v)
         R, p, xi, Mbb = self._fk(q)
-        tau = self._mass(xi, Mbb) @ a + self._h(q, xi, Mbb, v)
+        tau = self._mass_full(xi, Mbb) @ self._full(a) + self._h_full(q, xi, Mbb, v)
         if f_tips is not None:
-            tau = tau - _tip_forces(self._tipJ(R, p, xi), f_tips)
-        return tau
+            tau = tau - self._tipJ_full(R, p, xi).T @ np.asarray(f_tips, float).reshape(-1)
+        return self._cut(tau)
