@@ -188,12 +188,13 @@ class Plant:
 
     # ------------------------------------------------------------------ commands and stepping
     def set_torques(self, tau) -> None:
-        """Joint torques, a dict joint -> N m or an array in :attr:`actuated_joints` order.
+        """Joint torques, a dict joint -> N m (joints not named: zero) or an array in
+        :attr:`actuated_joints` order.
 
         Unknown joint names raise ``InputError``; each value is clipped to the actuator's limit;
         the motors of removed links deliver nothing."""
         if isinstance(tau, dict):
-            values = self._tau.copy()
+            values = np.zeros(len(self._act))        # a joint not named gets no torque
             index = {n: i for i, n in enumerate(self.actuated_joints)}
             for name, value in tau.items():
                 if name not in index:

@@ -34,10 +34,12 @@ from .swing import convex_hull, halfplanes, min_jerk, project, swing_point
 class LocomotionConfig:
     tripod_period: float = 1.3          # s, Table IV's T_g
     step_height: float = 0.025          # m
-    wave_period: float = 1.4            # s, a wave cycle (one slot per walking leg)
-    shift_fraction: float = 0.35        # of a wave slot, every foot down while the body shifts
+    wave_period: float = 1.6            # s, a wave cycle (one slot per walking leg)
+    shift_fraction: float = 0.5         # of a wave slot, every foot down while the body shifts
+    max_splay: float = 0.5              # rad, how far a damaged robot may turn a leg about its hip
     stability_margin: float = 0.02      # m, CoM inside the support polygon
     settle_time: float = 0.4            # s after a morphology change before the new gait starts
+    landing_time: float = 0.12          # s for a foot in the air at a morphology change to land
     max_speed: float = 0.15             # m/s, |cmd_vel| is clipped to this
     max_stride: float = 0.075           # m a stance foot may sweep under the body: caps the speed per gait
     max_yaw_rate: float = 0.5           # rad/s
@@ -80,6 +82,14 @@ class LocomotionReference:
         return {frame: ref.stance for frame, ref in self.feet.items()}
 
 
+def _margin(point, points) -> float:
+    hull = convex_hull(points)
+    if len(hull) < 3:
+        return -np.inf
+    A, b = halfplanes(hull)
+    return float(np.min(b - A @ np.asarray(point)[:2]))
+
+
 def _yaw_rot(yaw: float) -> np.ndarray:
     c, s = np.cos(yaw), np.sin(yaw)
     return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
@@ -100,6 +110,7 @@ class LocomotionPlanner:
         self.leg_of = {c.frame: c.leg for c in robot.contacts}
         self.frame_of = {c.leg: c.frame for c in robot.contacts}
         self.nominal = {c.frame: data.oMf[model.getFrameId(c.frame)].translation.copy() for c in robot.contacts}
+        self.nominal0 = {f: p.copy() for f, p in self.nominal.items()}
         self.hips = {}
         for leg in robot.legs:
             if leg.contact_frame in self.nominal and leg.joints:
@@ -174,8 +185,9 @@ class LocomotionPlanner:
                 leg = self.leg_of[frame]
                 if leg in self.walking and not self.scheduler.phase(t, leg).stance and leg in legs:
                     target = self._foothold_now(frame)
-                    self.landing[frame] = (self.feet_pos[frame].copy(), target, t, t + max(settle, 0.2))
+                    self.landing[frame] = (self.feet_pos[frame].copy(), target, t, t + self.config.landing_time)
         self.walking = legs
+        self._redistribute(legs, pattern)
         self.pattern = pattern
         self.speed_limit = self.config.max_stride / max(pattern.stance_time, 1e-6)
         self.scheduler = GaitScheduler(pattern, t + settle)
@@ -183,6 +195,30 @@ class LocomotionPlanner:
         if pattern.static:
             # shift right away into the polygon of every walking foot, then per slot
             self._plan_offset(t, t + max(settle, 0.2), exclude=None)
+
+    def _redistribute(self, legs: Sequence[str], pattern: GaitPattern) -> None:
+        """Footholds for a static gait: turn each walking leg about its hip by one of a few
+        angles (a grid search over |delta| <= max_splay) so that the CoM, body at rest, is as
+        far as possible inside the support polygon left when any one leg swings: with a leg
+        missing, the neighbours spread to cover its place and the body needs small shifts."""
+        self.nominal = {f: p.copy() for f, p in self.nominal0.items()}
+        if not pattern.static or len(legs) < 4:
+            return
+        import itertools
+        grid = np.linspace(-self.config.max_splay, self.config.max_splay, 5)
+        frames = [self.frame_of[leg] for leg in legs]
+        hips = [np.append(self.hips[leg], 0.0) for leg in legs]
+        rel = [self.nominal0[f] - h for f, h in zip(frames, hips)]
+        com = self.com_offset
+        best, best_score = None, -np.inf
+        for deltas in itertools.product(grid, repeat=len(legs)):
+            pts = [h[:2] + _yaw_rot(d)[:2, :2] @ r[:2] for h, r, d in zip(hips, rel, deltas)]
+            score = min(_margin(com, [p for j, p in enumerate(pts) if j != k]) for k in range(len(pts)))
+            score -= 0.005 * float(np.abs(deltas).sum())
+            if score > best_score:
+                best, best_score = deltas, score
+        for f, h, r, d in zip(frames, hips, rel, best):
+            self.nominal[f] = h + _yaw_rot(d) @ r
 
     # ------------------------------------------------------------------ geometry
     def _frame_point(self, N: np.ndarray, p_nominal: np.ndarray) -> np.ndarray:

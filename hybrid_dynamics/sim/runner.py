@@ -1,0 +1,348 @@
+"""Run a scenario: MuJoCo plant, state estimator, locomotion, whole-body QP controller, damage
+detector and morphology manager, in one process, headless, with a progress line.
+
+One control cycle (``control_rate``, 200 Hz by default; the plant steps at its MJCF timestep,
+1 kHz, holding the torques in between, as an effort interface does):
+
+  sensors (actuated joint encoders, IMU)            -> plant.joint_states(), plant.imu()
+  damage happens to the plant at ``damage.at``      -> plant.remove_links / lock_joint
+  declared damage: the morphology manager is told   -> every consumer reassembles now
+  base estimate (IMU + stance-leg kinematics KF)    -> estimation.BaseEstimator
+  damage detector (momentum observer, per leg)      -> a detection is a morphology change
+  locomotion references at /cmd_vel                 -> control.locomotion.LocomotionPlanner
+  QP inverse dynamics with friction cones           -> control.controller.WholeBodyController
+  /effort_controller/commands                       -> plant.set_torques()
+
+The controller sees the *estimated* state only; ground truth goes to the bag and the plots.
+Everything is written to ``out``: ``run.mcap`` bag (a rosbag2 folder ``bag/``), PNG plots and
+``summary.json``, also when the run stops early (the summary says why).
+"""
+from __future__ import annotations
+
+import json
+import sys
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional
+
+import numpy as np
+import pinocchio as pin
+
+from ..control.locomotion import LocomotionConfig, LocomotionPlanner
+from ..errors import InputError
+from ..estimation.base_estimator import BaseEstimator, ImuSample
+from ..estimation.damage_detector import DamageDetector
+from ..model.morphology import Morphology, MorphologyMap
+from ..model.robot import load_robot
+from .plant import ImuNoise, Plant
+from .scenario import Scenario, check_events
+
+FALL_TILT_DEG = 45.0
+FALL_HEIGHT_FRACTION = 0.4      # of the standing height
+
+
+def to_references(ref):
+    """A :class:`LocomotionReference` as the controller's :class:`References`."""
+    from ..control.references import OrientationTarget, References, Target
+    return References(
+        com=Target(ref.com_position, ref.base_linear_velocity, ref.base_linear_acceleration),
+        base_orientation=OrientationTarget(ref.base_orientation, ref.base_angular_velocity),
+        swing_feet={f: Target(x.position, x.velocity, x.acceleration) for f, x in ref.feet.items() if not x.stance})
+
+
+@dataclass
+class Log:
+    """Time series of one run, one row per control cycle."""
+    t: List[float] = field(default_factory=list)
+    pos: List[np.ndarray] = field(default_factory=list)        # ground truth base position
+    rpy: List[np.ndarray] = field(default_factory=list)        # ground truth roll pitch yaw (rad)
+    est_pos: List[np.ndarray] = field(default_factory=list)
+    solve_ms: List[float] = field(default_factory=list)
+    cycle_ms: List[float] = field(default_factory=list)
+    fallback: List[bool] = field(default_factory=list)
+    infeasible: List[bool] = field(default_factory=list)
+    forces: Dict[str, List[np.ndarray]] = field(default_factory=dict)   # MuJoCo contact forces
+    statistic: List[float] = field(default_factory=list)       # detector |e|
+    legs_alive: List[int] = field(default_factory=list)
+    events: List[dict] = field(default_factory=list)           # morphology timeline
+
+
+class ScenarioRun:
+    def __init__(self, scenario: Scenario, out: Path, *, duration: Optional[float] = None,
+                 undeclared: bool = False, progress: bool = True, bag: bool = True, plots: bool = True):
+        self.sc = scenario
+        self.out = Path(out)
+        self.duration = float(duration if duration is not None else scenario.duration)
+        if not self.duration > 0:
+            raise InputError(f"duration must be positive, got {self.duration}", field="duration")
+        self.declared = scenario.declared and not undeclared
+        self.progress = progress
+        self.want_bag = bag
+        self.want_plots = plots
+        self.robot = load_robot(scenario.robot)
+        if self.robot.mjcf is None:
+            raise InputError(f"robot '{self.robot.name}' has no MJCF to simulate", file=str(scenario.path))
+        check_events(scenario, self.robot)
+        self.log = Log()
+
+    # ------------------------------------------------------------------ set-up
+    def _build(self):
+        sc, robot = self.sc, self.robot
+        self.plant = Plant(robot, noise=ImuNoise.from_dict(sc.sensors), seed=sc.seed)
+        self.estimator = BaseEstimator(robot)
+        self.planner = LocomotionPlanner(robot, LocomotionConfig.from_dict(sc.locomotion))
+        self.detector = DamageDetector(robot, sc.detector)
+        from ..control.controller import WholeBodyController
+        self.controller = WholeBodyController(robot, dict(sc.controller))
+        self.morphology = Morphology.healthy(robot)
+        self.mmap: Optional[MorphologyMap] = None
+        self.frames = [c.frame for c in robot.contacts]
+        self.log.forces = {f: [] for f in self.frames}
+        self.foot_geoms = {c.frame: c.frame for c in robot.contacts}
+
+    def _set_morphology(self, morph: Morphology, t: float, source: str) -> None:
+        """The morphology manager: every consumer reassembles before its next cycle."""
+        if morph == self.morphology:
+            return
+        self.morphology = morph
+        self.mmap = None if morph.is_healthy() else MorphologyMap(self.robot, morph)
+        mmap = self.mmap if self.mmap is not None else MorphologyMap(self.robot, morph)
+        self.controller.set_morphology(self.mmap)
+        self.planner.set_morphology(self.mmap, t)
+        self.estimator.set_active_contacts([c.frame for c in mmap.contacts])
+        self.detector.set_morphology(morph, t)
+        self.log.events.append({"t": round(t, 4), "kind": "morphology", "source": source,
+                                "morphology": morph.describe()})
+        if self.bag is not None:
+            self.bag.string("/morphology_manager/morphology", t, morph.describe())
+
+    def _damage_plant(self, t: float) -> Morphology:
+        """The damage happens to the robot (the plant); returns the true morphology."""
+        from ..ros.damage import apply_event
+        plant = self.plant
+        morph = self.morphology
+        for event in self.sc.damage_events:
+            morph = apply_event(morph, event, current_angle=lambda j: float(plant.q()[7 + plant.joint_names.index(j)]))
+        sizes = morph.sizes
+        for leg, kept in morph.links_kept:
+            if kept < sizes[leg]:
+                plant.remove_links(leg, kept + 1)
+        for joint, angle in morph.locked:
+            plant.lock_joint(joint, angle)
+        self.log.events.append({"t": round(t, 4), "kind": "damage", "morphology": morph.describe(),
+                                "declared": self.declared})
+        return morph
+
+    # ------------------------------------------------------------------ the run
+    def run(self) -> dict:
+        self.out.mkdir(parents=True, exist_ok=True)
+        self.bag = None
+        reason, error = "completed", None
+        wall0 = time.perf_counter()
+        self.true_morphology = None
+        self.t_damage = None
+        self.detection_t = None
+        try:
+            self._build()
+            if self.want_bag:
+                from .recording import BagRecorder
+                bag_dir = self.out / "bag"
+                if bag_dir.exists():
+                    import shutil
+                    shutil.rmtree(bag_dir)
+                self.bag = BagRecorder(bag_dir)
+            reason = self._loop()
+        except KeyboardInterrupt:
+            reason = "interrupted (Ctrl-C)"
+        except InputError:
+            raise
+        except Exception as exc:     # a crash part-way: keep what was recorded and say why
+            reason = f"error: {type(exc).__name__}: {exc}"
+            error = traceback.format_exc()
+        finally:
+            if self.bag is not None:
+                try:
+                    self.bag.close()
+                except Exception as exc:
+                    reason += f"; bag not closed cleanly: {exc}"
+        wall = time.perf_counter() - wall0
+        if self.progress:
+            print(file=sys.stderr)
+        summary = self._summary(reason, wall)
+        if error:
+            summary["traceback"] = error
+        if self.want_plots and self.log.t:
+            try:
+                from .report import write_plots
+                summary["plots"] = write_plots(self, self.out)
+            except Exception as exc:
+                summary["plots_error"] = f"{type(exc).__name__}: {exc}"
+        (self.out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+        return summary
+
+    def _loop(self) -> str:
+        sc, plant, robot = self.sc, self.plant, self.robot
+        dt_plant = plant.timestep
+        decimation = max(1, int(round(1.0 / (sc.control_rate * dt_plant))))
+        # settle on the standing pose (joint PD) so that every foot is down when control starts
+        for _ in range(int(0.3 / dt_plant)):
+            q, v = plant.q(), plant.v()
+            plant.set_torques(50.0 * (robot.q_stand[7:] - q[7:]) - 0.3 * v[6:])
+            plant.step()
+        t_start = plant.time
+        self.stand_height = plant.q()[2]
+        self.planner.reset(t_start, plant.q())     # footholds: where the feet are now
+        cmd = sc.cmd_vel
+        self.planner.set_command(cmd["linear_x"], cmd["linear_y"], cmd["angular_z"])
+        end = t_start + self.duration
+        damage_time = None if sc.damage_at is None else t_start + sc.damage_at
+        last_print = -1.0
+        wall0 = time.perf_counter()
+        stance = {f: True for f in self.frames}
+        nj = len(robot.joint_names)
+        while plant.time < end - 1e-9:
+            t = plant.time
+            # ---- sensors
+            names, qj, vj, effort = plant.joint_states()
+            imu = plant.imu()
+            # ---- damage to the robot, and the manager told (or not)
+            if damage_time is not None and self.t_damage is None and t >= damage_time - 1e-9:
+                self.t_damage = t
+                self.true_morphology = self._damage_plant(t)
+                if self.bag is not None:
+                    self.bag.string("/morphology_manager/damage", t, json.dumps(sc.damage_events))
+                if self.declared:
+                    self._set_morphology(self.true_morphology, t, "declared")
+            # ---- state estimate (healthy-size joint vectors; removed joints are ignored)
+            state = self.estimator.update(t, qj, vj, ImuSample(imu.orientation, imu.angular_velocity,
+                                                               imu.linear_acceleration), stance)
+            # ---- damage detection from the commanded torques applied since the last cycle
+            detection = self.detector.update(t, state.q, state.v, effort)
+            if detection is not None:
+                if self.detection_t is None:
+                    self.detection_t = t
+                self.log.events.append({"t": round(t, 4), "kind": "detection", "what": detection.describe(),
+                                        "onset": round(detection.onset, 4)})
+                if not self.declared:
+                    try:
+                        self._set_morphology(detection.apply(self.morphology), t, "detected")
+                    except InputError as exc:
+                        self.log.events.append({"t": round(t, 4), "kind": "rejected", "what": str(exc)})
+            # ---- locomotion and control
+            ref = self.planner.update(t)
+            stance = {f: ref.feet[f].stance if f in ref.feet else False for f in self.frames}
+            q, v = state.q, state.v
+            if self.mmap is not None:
+                q, v = self.mmap.reduce_q(q), self.mmap.reduce_v(v)
+            out = self.controller.update(q, v, {f: s for f, s in stance.items() if f in ref.feet}, to_references(ref))
+            plant.set_torques(out.tau)
+            # ---- record
+            self._record(t, state, out, names, qj, vj, imu)
+            plant.step(decimation)
+            # ---- stop on a fall
+            lg = self.log
+            if abs(np.degrees(lg.rpy[-1][0])) > FALL_TILT_DEG or abs(np.degrees(lg.rpy[-1][1])) > FALL_TILT_DEG:
+                return f"fell: tilt over {FALL_TILT_DEG:.0f} deg at t = {t - t_start:.2f} s"
+            if lg.pos[-1][2] < FALL_HEIGHT_FRACTION * self.stand_height:
+                return f"fell: base height {lg.pos[-1][2]:.3f} m at t = {t - t_start:.2f} s"
+            if self.progress and plant.time - last_print >= 0.5:
+                last_print = plant.time
+                wall = time.perf_counter() - wall0
+                rtf = (plant.time - t_start) / max(wall, 1e-9)
+                print(f"\r[{sc.name}] t = {plant.time - t_start:5.1f}/{self.duration:.1f} s  "
+                      f"x = {lg.pos[-1][0] - lg.pos[0][0]:+.2f} m  RTF {rtf:4.1f}  "
+                      f"{self.morphology.describe()[:60]:<60}", end="", file=sys.stderr, flush=True)
+        return "completed"
+
+    def _record(self, t, state, out, names, qj, vj, imu) -> None:
+        lg, plant = self.log, self.plant
+        gt = plant.ground_truth()
+        R = pin.Quaternion(gt.orientation[3], *gt.orientation[:3]).toRotationMatrix()
+        lg.t.append(t)
+        lg.pos.append(gt.position)
+        lg.rpy.append(pin.rpy.matrixToRpy(R))
+        lg.est_pos.append(state.q[:3].copy())
+        lg.solve_ms.append(out.solve_time * 1e3)
+        lg.cycle_ms.append(out.cycle_time * 1e3)
+        lg.fallback.append(bool(out.fallback))
+        lg.infeasible.append(bool(out.infeasible))
+        lg.statistic.append(self.detector.statistic)
+        lg.legs_alive.append(sum(1 for _, k in (self.true_morphology or self.morphology).links_kept if k > 0))
+        forces = plant.contact_forces()
+        for f in self.frames:
+            lg.forces[f].append(np.asarray(forces.get(f, np.zeros(3)), float))
+        bag = self.bag
+        if bag is not None:
+            bag.clock(t)
+            bag.joint_states(t, names, qj, vj, plant.joint_states()[3])
+            bag.imu(t, self.robot.imu_frame or "imu_link", imu.orientation, imu.angular_velocity, imu.linear_acceleration)
+            bag.odometry("/sim/ground_truth/odometry", t, gt.position, gt.orientation, gt.linear_velocity, gt.angular_velocity)
+            Rs = pin.Quaternion(state.q[6], *state.q[3:6]).toRotationMatrix()
+            bag.odometry("/state_estimator/odometry", t, state.q[:3], state.q[3:7], Rs @ state.v[:3], state.v[3:6])
+            bag.array("/effort_controller/commands", t, [out.tau.get(n, 0.0) for n in self.controller.joint_names])
+            bag.array("/whole_body_controller/contact_forces", t,
+                      np.concatenate([out.contact_forces.get(f, np.zeros(3)) for f in self.frames]))
+            c = self.sc.cmd_vel
+            bag.twist(t, c["linear_x"], c["linear_y"], c["angular_z"])
+
+    # ------------------------------------------------------------------ summary
+    def _summary(self, reason: str, wall: float) -> dict:
+        lg, sc = self.log, self.sc
+        summary = {"scenario": sc.name, "robot": sc.robot, "description": sc.description,
+                   "stopped": reason, "completed": reason == "completed",
+                   "damage_declared": self.declared if sc.damage_at is not None else None,
+                   "controller": "WholeBodyController (QP)", "control_rate_hz": sc.control_rate}
+        if not lg.t:
+            summary.update({"simulated_s": 0.0, "fell": None})
+            return summary
+        t = np.array(lg.t) - lg.t[0]
+        pos = np.array(lg.pos)
+        rpy = np.degrees(np.array(lg.rpy))
+        sim_time = float(t[-1] + (t[1] - t[0] if len(t) > 1 else 0.0))
+        td = None if self.t_damage is None else self.t_damage - lg.t[0]
+        i_d = len(t) - 1 if td is None else int(np.searchsorted(t, td))
+        dist_before = float(pos[i_d, 0] - pos[0, 0])
+        dist_after = float(pos[-1, 0] - pos[i_d, 0]) if td is not None else 0.0
+        fell = reason.startswith("fell")
+        summary.update({
+            "simulated_s": round(sim_time, 3),
+            "distance_before_damage_m": round(dist_before, 4),
+            "distance_after_damage_m": round(dist_after, 4),
+            "speed_before_damage_mps": round(_speed(t, pos, 1.0, td if td is not None else t[-1]), 4),
+            "speed_after_damage_mps": round(_speed(t, pos, td + 1.0, t[-1]), 4) if td is not None else None,
+            "lateral_drift_m": round(float(pos[-1, 1] - pos[0, 1]), 4),
+            "max_abs_roll_deg": round(float(np.abs(rpy[:, 0]).max()), 3),
+            "max_abs_pitch_deg": round(float(np.abs(rpy[:, 1]).max()), 3),
+            "min_base_height_m": round(float(pos[:, 2].min()), 4),
+            "fell": fell,
+            "qp_p50_ms": round(float(np.percentile(lg.solve_ms, 50)), 4),
+            "qp_p99_ms": round(float(np.percentile(lg.solve_ms, 99)), 4),
+            "control_cycle_p99_ms": round(float(np.percentile(lg.cycle_ms, 99)), 4),
+            "fallbacks": int(np.sum(lg.fallback)),
+            "infeasible": int(np.sum(lg.infeasible)),
+            "damage_at_s": None if td is None else round(td, 4),
+            "detection_latency_s": None,
+            "detections": [e for e in lg.events if e["kind"] == "detection"],
+            "false_detections": 0,
+            "real_time_factor": round(sim_time / max(wall, 1e-9), 3),
+            "wall_s": round(wall, 3),
+            "morphology_timeline": lg.events,
+        })
+        first = self.detection_t
+        if first is not None:
+            if td is None or first < self.t_damage:
+                summary["false_detections"] = sum(1 for e in lg.events if e["kind"] == "detection"
+                                                  and (td is None or e["t"] < self.t_damage))
+            else:
+                summary["detection_latency_s"] = round(first - self.t_damage, 4)
+        summary["final_morphology"] = self.morphology.describe()
+        return summary
+
+
+def _speed(t: np.ndarray, pos: np.ndarray, t0: float, t1: float) -> float:
+    i0, i1 = int(np.searchsorted(t, t0)), int(np.searchsorted(t, t1)) - 1
+    if i1 <= i0 or i0 >= len(t):
+        return 0.0
+    return float((pos[i1, 0] - pos[i0, 0]) / (t[i1] - t[i0]))

@@ -1,0 +1,156 @@
+"""Scenario files, ``config/scenarios/<name>.yaml``: what to simulate and what goes wrong.
+
+::
+
+    description: "paper 000's S1: legs 3 and 4 lost at t = 3 s"
+    robot: jethexa
+    duration: 20.0                  # s of simulated time
+    cmd_vel: {linear_x: 0.1, linear_y: 0.0, angular_z: 0.0}
+    damage:                         # optional
+      at: 3.0                       # s
+      declared: true                # false: the morphology manager must detect it
+      events:                       # the morphology_manager/damage schema (ros/damage.py)
+        - remove_leg: leg3
+        - remove_leg: leg4
+    sensors: {gyro_std: 0.002, accel_std: 0.02, gyro_bias: [0.001, -0.001, 0.0005]}
+    control_rate: 200.0             # Hz (the plant runs at its MJCF timestep, 1 kHz)
+    seed: 0
+    controller: {...}               # overrides of config/controller/<robot>.yaml
+    locomotion: {...}               # LocomotionConfig fields
+    detector: {...}                 # DamageDetectorConfig fields
+
+Every field is checked; a wrong one is an :class:`~hybrid_dynamics.errors.InputError` naming
+the file, the line and the field.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+from ..errors import InputError
+from ..model.yamlio import load_yaml
+from ..paths import config_dir
+
+FIELDS = {"description", "robot", "duration", "cmd_vel", "damage", "sensors", "control_rate", "seed",
+          "controller", "locomotion", "detector"}
+CMD_FIELDS = {"linear_x", "linear_y", "angular_z"}
+DAMAGE_FIELDS = {"at", "declared", "events"}
+
+
+@dataclass
+class Scenario:
+    name: str
+    path: Optional[Path]
+    robot: str = "jethexa"
+    description: str = ""
+    duration: float = 20.0
+    cmd_vel: Dict[str, float] = field(default_factory=lambda: {"linear_x": 0.0, "linear_y": 0.0, "angular_z": 0.0})
+    damage_at: Optional[float] = None
+    damage_events: List[dict] = field(default_factory=list)
+    declared: bool = True
+    sensors: Dict[str, Any] = field(default_factory=dict)
+    control_rate: float = 200.0
+    seed: int = 0
+    controller: Dict[str, Any] = field(default_factory=dict)
+    locomotion: Dict[str, Any] = field(default_factory=dict)
+    detector: Dict[str, Any] = field(default_factory=dict)
+
+
+def scenarios_dir() -> Path:
+    return config_dir() / "scenarios"
+
+
+def available() -> List[str]:
+    return sorted(p.stem for p in scenarios_dir().glob("*.yaml"))
+
+
+def load_scenario(name_or_path: str) -> Scenario:
+    """A scenario by name (``config/scenarios/<name>.yaml``) or by path."""
+    text = str(name_or_path)
+    path = Path(text)
+    if path.suffix not in (".yaml", ".yml"):
+        path = scenarios_dir() / f"{text}.yaml"
+        if "/" in text or not path.is_file():
+            raise InputError(f"unknown scenario '{text}': scenarios are {', '.join(available())}, "
+                             "or give a path to a scenario .yaml")
+    elif not path.is_file():
+        raise InputError("file not found", file=str(path))
+    doc = load_yaml(path)
+    data = doc.data
+    if not isinstance(data, dict):
+        raise doc.error("expected a mapping (robot, duration, cmd_vel, damage, ...)")
+    for key in data:
+        if key not in FIELDS:
+            raise doc.error(f"unknown field (expected one of {', '.join(sorted(FIELDS))})", key)
+    sc = Scenario(name=path.stem, path=path)
+
+    def number(value, *where, positive=False):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise doc.error(f"expected a number, got {value!r}", *where)
+        if positive and not value > 0:
+            raise doc.error(f"must be positive, got {value}", *where)
+        return float(value)
+
+    def mapping(key):
+        value = data.get(key) or {}
+        if not isinstance(value, dict):
+            raise doc.error("expected a mapping", key)
+        return dict(value)
+
+    sc.robot = str(data.get("robot", sc.robot))
+    sc.description = str(data.get("description", ""))
+    if "duration" in data:
+        sc.duration = number(data["duration"], "duration", positive=True)
+    if "control_rate" in data:
+        sc.control_rate = number(data["control_rate"], "control_rate", positive=True)
+    if "seed" in data:
+        if isinstance(data["seed"], bool) or not isinstance(data["seed"], int):
+            raise doc.error("expected an integer", "seed")
+        sc.seed = data["seed"]
+    cmd = mapping("cmd_vel")
+    for key, value in cmd.items():
+        if key not in CMD_FIELDS:
+            raise doc.error(f"unknown field (expected {', '.join(sorted(CMD_FIELDS))})", "cmd_vel", key)
+        sc.cmd_vel[key] = number(value, "cmd_vel", key)
+    damage = mapping("damage")
+    if damage:
+        for key in damage:
+            if key not in DAMAGE_FIELDS:
+                raise doc.error(f"unknown field (expected {', '.join(sorted(DAMAGE_FIELDS))})", "damage", key)
+        if "at" not in damage:
+            raise doc.error("missing: when the damage happens (s)", "damage", "at")
+        sc.damage_at = number(damage["at"], "damage", "at")
+        declared = damage.get("declared", True)
+        if not isinstance(declared, bool):
+            raise doc.error("expected true or false", "damage", "declared")
+        sc.declared = declared
+        events = damage.get("events")
+        if not isinstance(events, list) or not events:
+            raise doc.error("expected a non-empty list of damage events", "damage", "events")
+        sc.damage_events = events
+    for key in ("sensors", "controller", "locomotion", "detector"):
+        setattr(sc, key, mapping(key))
+    # check the parts owned by other modules now, with this file's name on the error
+    from ..control.locomotion import LocomotionConfig
+    from ..estimation.damage_detector import DamageDetectorConfig
+    from .plant import ImuNoise
+    for key, check in (("sensors", ImuNoise.from_dict), ("locomotion", LocomotionConfig.from_dict),
+                       ("detector", DamageDetectorConfig.from_dict)):
+        try:
+            check(getattr(sc, key))
+        except (InputError, TypeError, ValueError) as exc:
+            raise doc.error(str(exc.detail if isinstance(exc, InputError) else exc), key) from None
+    return sc
+
+
+def check_events(sc: Scenario, robot) -> None:
+    """Damage events name real legs and joints of the robot (an InputError otherwise)."""
+    from ..model.morphology import Morphology
+    from ..ros.damage import apply_event
+    morph = Morphology.healthy(robot)
+    for event in sc.damage_events:
+        try:
+            morph = apply_event(morph, event, current_angle=lambda joint: 0.0)
+        except InputError as exc:
+            raise InputError(f"damage event {event!r}: {exc.detail}", file=str(sc.path), field="damage") from None
