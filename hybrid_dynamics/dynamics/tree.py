@@ -29,21 +29,21 @@ import pinocchio as pin
 from ..errors import InputError
 from .lie import Ad_inv, rot_axis
 
-_AXES = {"RX": (0, (1.0, 0, 0)), "RY": (0, (0, 1.0, 0)), "RZ": (0, (0, 0, 1.0)),
-         "PX": (1, (1.0, 0, 0)), "PY": (1, (0, 1.0, 0)), "PZ": (1, (0, 0, 1.0))}
-
-
 def _joint_axis(jmodel) -> Tuple[int, np.ndarray]:
-    """(kind, unit axis): kind 0 revolute, 1 prismatic."""
-    short = jmodel.shortname().replace("JointModel", "")
-    if short in _AXES:
-        kind, axis = _AXES[short]
-        return kind, np.array(axis)
-    if short in ("RevoluteUnaligned", "PrismaticUnaligned"):
-        axis = np.asarray(jmodel.axis, float)
-        return (0 if short.startswith("R") else 1), axis / np.linalg.norm(axis)
-    raise InputError(f"joint type {short} is not supported by the modular engines "
-                     "(revolute and prismatic 1-DoF joints only)")
+    """(kind, unit axis in the joint frame): kind 0 revolute, 1 prismatic, from the joint's
+    motion subspace S = [linear; angular]."""
+    if jmodel.nq != 1 or jmodel.nv != 1:
+        raise InputError(f"joint type {jmodel.shortname()} is not supported by the modular engines "
+                         "(revolute and prismatic 1-DoF joints only)")
+    jdata = jmodel.createData()
+    jmodel.calc(jdata, np.zeros(1))
+    S = np.array(jdata.S).reshape(6)
+    lin, ang = np.linalg.norm(S[:3]), np.linalg.norm(S[3:])
+    if ang > 1e-12 and lin < 1e-12:
+        return 0, S[3:] / ang
+    if lin > 1e-12 and ang < 1e-12:
+        return 1, S[:3] / lin
+    raise InputError(f"joint type {jmodel.shortname()} is neither revolute nor prismatic")
 
 
 def spatial_inertia(inertia: pin.Inertia) -> np.ndarray:
@@ -153,10 +153,7 @@ class TreeData(TreeArrays):
         self.names = ["root_joint"] + [model.names[j] for j in range(2, model.njoints)]
         for b in range(1, n + 1):
             j = b + 1
-            jm = model.joints[j]
-            if jm.nq != 1 or jm.nv != 1:
-                raise InputError(f"joint {model.names[j]} has nq={jm.nq}: only 1-DoF joints below the base")
-            self.kind[b], self.axis[b] = _joint_axis(jm)
+            self.kind[b], self.axis[b] = _joint_axis(model.joints[j])
             M = model.jointPlacements[j]
             self.R0[b], self.p0[b] = M.rotation, M.translation
             self.I6[b] = spatial_inertia(model.inertias[j])
