@@ -185,3 +185,43 @@ def test_motor_torque_through_ball_screw(kin):
     assert np.allclose(tm, F * lead / (2 * np.pi * eta))
     assert np.allclose(kin.actuator_force(tm), F)
     assert np.all(kin.force_limits() == 5000)
+
+
+def test_wrench_estimate_recovers_the_weight_standing_still(robot, kin):
+    from hybrid_dynamics.estimation.wrench import WrenchEstimator
+    q = robot.q_stand.copy()
+    # an exact static stance, independent of any QP weights: the minimum-norm contact forces
+    # balancing the base rows, and the actuator forces that hold the rest still
+    idd = ClosedChainInverseDynamics(robot, kin)
+    M, h, Jc, dJc, st, G_f, drift = idd.terms(q, np.zeros(kin.nv), robot.contacts)
+    g = h
+    B = (G_f.T @ Jc.T)[:6]
+    F = np.linalg.lstsq(B, (G_f.T @ g)[:6], rcond=None)[0]
+    tau = (G_f.T @ (g - Jc.T @ F))[6:]
+    assert np.all(F.reshape(-1, 3)[:, 2] > 0)
+
+    class sol:                                    # noqa: N801 (a plain record)
+        forces = F
+    sol.tau = tau
+    west = WrenchEstimator(robot, kin)
+    est = west.estimate(q, kin.motor_torque(sol.tau), motor_torque=True)
+    weight = robot.total_mass() * 9.81
+    total = sum(f[2] for f in est.foot_force.values())
+    assert total == pytest.approx(weight, rel=0.01)
+    # per-foot resultants equal the QP's (only the split among a foot's points is unobservable)
+    qp = sol.forces.reshape(-1, 3)
+    assert np.allclose(est.foot_force["l_sole"], qp[:4].sum(axis=0), atol=1e-6)
+    assert np.allclose(est.foot_force["r_sole"], qp[4:].sum(axis=0), atol=1e-6)
+    # CoP of each foot under its sole, ZMP between the feet
+    for frame, cop in est.cop.items():
+        sole = robot.model.getFrameId(frame)
+        data = robot.model.createData()
+        import pinocchio as _pin
+        _pin.framesForwardKinematics(robot.model, data, q)
+        centre = data.oMf[sole].translation
+        assert abs(cop[0] - centre[0]) < 0.11 and abs(cop[1] - centre[1]) < 0.055
+    assert abs(est.zmp[1]) < 0.1
+    # the 5 Hz filter settles on a constant input
+    for _ in range(300):
+        filt = west.estimate(q, sol.tau, filtered=True)
+    assert np.allclose(filt.forces, est.forces, atol=1e-6)

@@ -394,6 +394,35 @@ def contact_points(model: pin.Model, data: pin.Data, contacts, q=None, v=None):
     return np.vstack(rows), np.concatenate(bias)
 
 
+def _refine_active_set(P, c, A, l, u, x, y, tol: float = 1e-7):
+    """Exact solution on the active set OSQP found: the KKT system of the equality-constrained
+    QP (equalities and active bounds), solved by least squares since contact rows are
+    redundant (4 points per foot give rank 6). Gives the optimum to machine precision, so the
+    three-step and projected forms can be compared to 1e-9."""
+    Ax = A @ x
+    lower = (np.abs(Ax - l) < tol * (1 + np.abs(l))) & (y < 0)
+    upper = (np.abs(Ax - u) < tol * (1 + np.abs(u))) & (y > 0)
+    eq = np.isclose(l, u)
+    act = eq | lower | upper
+    b = np.where(upper & ~eq, u, l)[act]
+    # diagonal scaling (variables by sqrt(diag P), rows by their norm): the weights span
+    # many decades (base task vs. force regularisation), the scaled KKT system does not
+    dvar = 1.0 / np.sqrt(np.maximum(np.diag(P), 1e-300))
+    Ps = P * dvar[:, None] * dvar[None, :]
+    As = A[act] * dvar[None, :]
+    rs = 1.0 / np.maximum(np.linalg.norm(As, axis=1), 1e-300)
+    As, b = As * rs[:, None], b * rs
+    n, k = P.shape[0], As.shape[0]
+    K = np.block([[Ps, As.T], [As, np.zeros((k, k))]])
+    sol = np.linalg.lstsq(K, np.concatenate([-c * dvar, b]), rcond=None)[0]
+    xr = sol[:n] * dvar
+    # keep the refinement only if it is feasible (the active set was right)
+    slack = 1e-8 * (1 + np.abs(A @ xr))
+    if np.all(A @ xr >= l - slack) and np.all(A @ xr <= u + slack):
+        return xr
+    return x
+
+
 class ClosedChainInverseDynamics:
     """Floating-base constrained inverse dynamics with contacts (NOTES-001 2.4-2.6).
 
@@ -408,8 +437,8 @@ class ClosedChainInverseDynamics:
     The base task is on the spatial base acceleration (Pinocchio's nu_dot[:6], base frame).
     """
 
-    def __init__(self, robot, kin: Optional[LoopClosureKinematics] = None, eps: float = 1e-4,
-                 gamma: float = 1e-3, mu: Optional[float] = None, force_limits: bool = True):
+    def __init__(self, robot, kin: Optional[LoopClosureKinematics] = None, eps: float = 1e-5,
+                 gamma: float = 1e-6, mu: Optional[float] = None, force_limits: bool = True):
         self.robot = robot
         self.kin = kin or LoopClosureKinematics(robot)
         self.model = self.kin.model
@@ -518,8 +547,10 @@ class ClosedChainInverseDynamics:
                      eps_abs=1e-10, eps_rel=1e-10, max_iter=20000, polishing=True,
                      polish_refine_iter=10)
         res = solver.solve()
-        x = res.x
         status = res.info.status
+        x = res.x
+        if status == "solved":
+            x = _refine_active_set(P, c, A, l, u, res.x, res.y)
         dv = Z @ x[:nx] + z0
         F = x[nx:]
         rhs = M @ dv + h - Jc.T @ F
