@@ -341,7 +341,10 @@ def _level_index(idx: np.ndarray):
 
 
 class HamelFast(ModularEngine):
-    """Paper 000's fast form, vectorised over every leg at once (see module doc)."""
+    """Paper 000's fast form, vectorised over every leg at once (see module doc).
+
+    Arrays have one row per body, the base first (row 0, identity pose, zero joint twist), so
+    the base's own terms fall into the same sums as the links'."""
 
     name = "hamel_fast"
 
@@ -353,32 +356,48 @@ class HamelFast(ModularEngine):
         for depth in range(1, int(d.depth.max()) + 1 if n else 1):
             bodies = np.flatnonzero(d.depth == depth)
             parents = d.parent[bodies]
-            self._levels.append((_level_index(bodies - 1), _level_index(parents - 1),
-                                 bool(np.all(parents == 0))))
+            self._levels.append((_level_index(bodies), _level_index(parents), bool(np.all(parents == 0))))
+            rows, par, base = self._levels[-1]
+            rows_j = _level_index(bodies - 1)
+            self._levels[-1] = (rows, par, base, rows_j)
         ax = d.axis[1:]
         K = skew_b(ax) * (d.kind[1:] == 0)[:, None, None]     # prismatic joints do not rotate
         self._K = d.R0[1:] @ K                              # R0 Rot(th) = R0 + s R0 K + (1-c) R0 K^2
         self._K2 = d.R0[1:] @ (K @ K)
         self._R0 = d.R0[1:]
+        # joint placement * joint motion = [1, sin th, 1 - cos th, th] @ basis (Rodrigues)
+        basis = np.zeros((n, 4, 4, 4))
+        basis[:, 0, :3, :3] = d.R0[1:]
+        basis[:, 0, :3, 3] = d.p0[1:]
+        basis[:, 0, 3, 3] = 1.0
+        basis[:, 1, :3, :3] = self._K
+        basis[:, 2, :3, :3] = self._K2
+        basis[:, 3, :3, 3] = np.einsum("nij,nj->ni", d.R0[1:], ax) * (d.kind[1:] == 1)[:, None]
+        self._basis = basis.reshape(n, 4, 16)
+        self._coef = np.ones((n, 1, 4))
         self._rev = (d.kind[1:] == 0).astype(float)[:, None]
         self._pri = (d.kind[1:] == 1).astype(float)[:, None]
         self._any_pri = bool(self._pri.any())
         self._R0ax = np.einsum("nij,nj->ni", d.R0[1:], ax)
         self._p0 = d.p0[1:]
-        self._axisT = ax[:, :, None]
-        self._A = d.anc[1:, 1:].copy()                       # A[m, l]: m is l or above it
-        self._AT = self._A.T.copy()
-        self._Ppar = np.zeros((n, n))                        # Ppar @ x: the parent's row (0 at the base)
+        self._axisT = np.zeros((n + 1, 3, 1))
+        self._axisT[1:, :, 0] = ax
+        A = d.anc.copy()                                     # A[m, l]: m is l or above it
+        A[0, 0] = 0.0
+        self._A = A                                          # (n+1, n+1), row and column 0 zero
+        self._AT = A.T.copy()
+        self._Aj = A[1:].copy()                              # joint rows
+        self._Astrict = A[1:, 1:] - np.eye(n)
+        self._Ppar = np.zeros((n + 1, n + 1))                # Ppar @ x: the parent's row (base: 0)
         for b in range(1, n + 1):
-            if d.parent[b] > 0:
-                self._Ppar[b - 1, d.parent[b] - 1] = 1.0
-        self._Ib = d.I6[0]
-        self._group = d.group[1:]
+            self._Ppar[b, d.parent[b]] = 1.0
         self._tips_all = d.tips
         self._tip_joint_all = np.array([t.body - 1 for t in d.tips], dtype=int)
+        self._tip_body_all = self._tip_joint_all + 1
         self._tipR_all = np.array([t.R for t in d.tips]).reshape(-1, 3, 3)
         self._tipp_all = np.array([t.p for t in d.tips]).reshape(-1, 3)
         self._classes = schur_classes(d.group[1:])          # healthy leg blocks, by size
+        self._eye4 = np.eye(4)
         super().__init__(robot, morphology)
 
     def _assemble(self, morphology):
@@ -398,7 +417,7 @@ class HamelFast(ModularEngine):
 
     def _install(self, built) -> None:
         self.coords, self._act, exist, self._alive = built
-        self._I6e = self.data.I6[1:] * exist[1:, None, None]  # x_ij multiplies link l_ij
+        self._I6e = self.data.I6 * exist[:, None, None]      # x_ij multiplies link l_ij (base: 1)
         vi = self.coords.v_index
         self._healthy = len(vi) == self._n + 6
         self._vi_r, self._vi_c = vi[:, None], vi[None, :]
@@ -410,83 +429,87 @@ class HamelFast(ModularEngine):
 
     # ------------------------------------------------------------------ kinematics
     def _fk(self, q):
-        th = self._thfill.copy()
-        th[self._act] = q[7:]
-        s = np.sin(th)[:, None, None]
-        Rl = self._R0 + s * self._K + (1.0 - np.cos(th))[:, None, None] * self._K2
-        pl = self._p0 + self._R0ax * (th[:, None] * self._pri) if self._any_pri else self._p0
-        n = self._n
-        R = np.empty((n, 3, 3))
-        p = np.empty((n, 3))
-        for rows, parents, at_base in self._levels:          # one batched step per depth
-            if at_base:
-                R[rows] = Rl[rows]
-                p[rows] = pl[rows]
-            else:
-                Rp = R[parents]
-                R[rows] = Rp @ Rl[rows]
-                p[rows] = p[parents] + (Rp @ pl[rows][:, :, None])[:, :, 0]
-        w = (R @ self._axisT)[:, :, 0]
-        xi = np.empty((n, 6))
-        if self._any_pri:
-            xi[:, :3] = _cross(p, w) * self._rev + w * self._pri
-            xi[:, 3:] = w * self._rev
+        """Base-frame poses (R, p), joint twists xi' and x_ij M^bb of every body (row 0: base)."""
+        if self._healthy:
+            th = q[7:]
         else:
-            xi[:, :3] = _cross(p, w)
-            xi[:, 3:] = w
+            th = self._thfill.copy()
+            th[self._act] = q[7:]
+        coef = self._coef.copy()
+        coef[:, 0, 1] = np.sin(th)
+        coef[:, 0, 2] = 1.0 - np.cos(th)
+        coef[:, 0, 3] = th
+        Tl = (coef @ self._basis).reshape(-1, 4, 4)
+        T = np.empty((self._n + 1, 4, 4))
+        T[0] = self._eye4
+        for rows, parents, at_base, rows_j in self._levels:  # one batched product per depth
+            T[rows] = Tl[rows_j] if at_base else T[parents] @ Tl[rows_j]
+        R = T[:, :3, :3]
+        p = T[:, :3, 3]
+        n1 = self._n + 1
+        w = (R @ self._axisT)                                # (n+1, 3, 1) joint axes in X_b
+        xi = np.empty((n1, 6))
+        P = (p @ _G_SKEW).reshape(n1, 3, 3)                  # skew(p)
+        pxw = (P @ w)[:, :, 0]
+        if self._any_pri:
+            xi[1:, :3] = pxw[1:] * self._rev + w[1:, :, 0] * self._pri
+            xi[1:, 3:] = w[1:, :, 0] * self._rev
+            xi[0] = 0.0
+        else:
+            xi[:, :3] = pxw
+            xi[:, 3:] = w[:, :, 0]
         Rt = np.swapaxes(R, 1, 2)
-        X = np.zeros((n, 6, 6))                              # Ad^-1_{g_b,l}
+        X = np.zeros((n1, 6, 6))                             # Ad^-1_{g_b,l}
         X[:, :3, :3] = Rt
         X[:, 3:, 3:] = Rt
-        X[:, :3, 3:] = -Rt @ (p @ _G_SKEW).reshape(n, 3, 3)
-        Mbb = np.swapaxes(X, 1, 2) @ self._I6e @ X          # x_ij M^bb_ij for every link
+        X[:, :3, 3:] = -Rt @ P
+        Mbb = np.swapaxes(X, 1, 2) @ self._I6e @ X          # x_ij M^bb_ij of every body
         return R, p, xi, Mbb
 
     def _mass_full(self, xi, Mbb):
-        """M at healthy dimensions (removed links carry x_ij = 0)."""
+        """M at healthy dimensions (removed links carry x_ij = 0); Ic_m = sum of M^bb below m."""
         n = self._n
-        Ic = (self._A @ Mbb.reshape(n, 36)).reshape(n, 6, 6)  # composite: sum of links below
-        F = (Ic @ xi[:, :, None])[:, :, 0]
-        X = (xi @ F.T) * self._A
+        Ic = (self._Aj @ Mbb.reshape(n + 1, 36)).reshape(n, 6, 6)
+        xj = xi[1:]
+        F = (Ic @ xj[:, :, None])[:, :, 0]
+        X = xj @ F.T
         M = np.empty((n + 6, n + 6))
-        M[:6, :6] = self._Ib + Mbb.sum(0)
+        M[:6, :6] = Mbb.sum(0)
         M[:6, 6:] = F.T
         M[6:, :6] = F
-        M[6:, 6:] = X + X.T - np.diag(np.diag(X))
+        M[6:, 6:] = X * self._Aj[:, 1:] + (X * self._Astrict).T
         return M
 
     def _h_full(self, q, xi, Mbb, v, with_velocity=True):
-        n = self._n
-        g6 = np.zeros(6)
-        g6[:3] = quat_to_rot(q[3:7]).T @ GRAVITY
-        Ib = self._Ib
+        """h = sum_l Phi_l^T w_l, w_l = M^bb_l (a_l - g) - ad(V_l)^T M^bb_l V_l (row 0: base)."""
+        n1 = self._n + 1
+        x, y, z, qw = q[3:7]
+        g6 = np.array([-9.81 * 2 * (x * z - y * qw), -9.81 * 2 * (y * z + x * qw),
+                       -9.81 * (1 - 2 * (x * x + y * y)), 0.0, 0.0, 0.0])    # R_sb^T g
         if with_velocity:
             Vb = v[:6]
+            thd = np.zeros(n1)
             if self._healthy:
-                thd = v[6:]
+                thd[1:] = v[6:]
             else:
-                thd = np.zeros(n)
-                thd[self._act] = v[6:]
+                thd[1 + self._act] = v[6:]
             Xd = xi * thd[:, None]
-            Vrel = self._AT @ Xd                             # relative twist of every link
-            adp = ((self._Ppar @ Vrel) @ _G_AD).reshape(n, 6, 6)
-            c = (adp @ Xd[:, :, None])[:, :, 0]              # ad(V_parent) xi' theta_dot
-            a = Vrel @ (Vb @ _G_AD).reshape(6, 6).T + self._AT @ c   # link accelerations, v_dot = 0
-            V = Vrel + Vb
+            V = self._AT @ Xd + Vb                           # twist of each body, in X_b
+            # accelerations at v_dot = 0: a_l = sum over m above l of ad(V_parent(m)) xi'_m thd_m
+            c = (((self._Ppar @ V) @ _G_AD).reshape(n1, 6, 6) @ Xd[:, :, None])[:, :, 0]
+            a = self._AT @ c
             both = Mbb @ np.stack([a - g6, V], axis=2)       # M^bb (a - g), M^bb V
-            w = both[:, :, 0] + ((V @ _G_FX).reshape(n, 6, 6) @ both[:, :, 1:2])[:, :, 0]
-            hb = w.sum(0) - Ib @ g6 + (Vb @ _G_FX).reshape(6, 6) @ (Ib @ Vb)
+            w = both[:, :, 0] + ((V @ _G_FX).reshape(n1, 6, 6) @ both[:, :, 1:2])[:, :, 0]
         else:
             w = -(Mbb @ g6)
-            hb = w.sum(0) - Ib @ g6
-        h = np.empty(n + 6)
-        h[:6] = hb
-        h[6:] = (xi * (self._A @ w)).sum(1)                  # xi'_m . (sum of wrenches below m)
+        h = np.empty(n1 + 5)
+        h[:6] = w.sum(0)
+        h[6:] = (xi[1:] * (self._Aj @ w)).sum(1)             # xi'_m . (sum of wrenches below m)
         return h
 
     def _tipJ_full(self, R, p, xi):
         alive = self._alive
-        tb = self._tip_joint_all[alive]
+        tb = self._tip_body_all[alive]
         T = len(tb)
         Rt = R[tb] @ self._tipR_all[alive]
         pt = p[tb] + (R[tb] @ self._tipp_all[alive][:, :, None])[:, :, 0]
@@ -497,7 +520,7 @@ class HamelFast(ModularEngine):
         X[:, :3, 3:] = -RtT @ (pt @ _G_SKEW).reshape(T, 3, 3)
         J = np.empty((T, 6, 6 + self._n))
         J[:, :, :6] = X
-        J[:, :, 6:] = (X @ xi.T) * self._A[:, tb].T[:, None, :]
+        J[:, :, 6:] = (X @ xi[1:].T) * self._A[1:, tb].T[:, None, :]
         return J.reshape(6 * T, -1)
 
     # deletion of the rows and columns of missing coordinates (Algorithm 3, step 4)
