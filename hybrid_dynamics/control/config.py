@@ -1,0 +1,94 @@
+"""Controller configuration: weights, gains and limits, from ``config/controller/<robot>.yaml``.
+
+:func:`controller_config` merges, in order, :data:`DEFAULTS`, the robot's YAML file (if there
+is one) and the caller's overrides (a nested dict), and checks every key against the
+defaults, so a typo is an :class:`~hybrid_dynamics.errors.InputError` naming the file, line
+and field instead of a silently ignored weight.
+"""
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any, Dict, Optional
+
+from ..errors import InputError
+from ..model.yamlio import load_yaml
+from ..paths import config_dir
+
+# Every key the controller reads, with its default. Units: weights are dimensionless
+# multipliers of squared accelerations (m/s^2, rad/s^2) or forces (N); gains in 1/s^2 (kp)
+# and 1/s (kd); forces in N; times in s.
+DEFAULTS: Dict[str, Any] = {
+    "solver": "proxsuite",            # proxsuite (dense) | osqp (sparse, fixed pattern)
+    "dt": 0.001,                      # control period: joint limits -> acceleration bounds
+    "regularization": 1e-6,           # weight on ||dv||^2 (keeps the Hessian definite)
+    "solver_settings": {"eps_abs": 1e-7, "max_iter": 1000},
+    "contacts": {
+        "normal": [0.0, 0.0, 1.0],    # world contact normal (flat ground)
+        "friction": None,             # None: the robot manifest's friction coefficient
+        "cone_facets": 4,             # N of the N-facet friction pyramid (>= 3)
+        "cone_approximation": "inner",   # inner (inside the true cone) | outer
+        "min_normal_force": 0.0,      # per contact point, N
+        "max_normal_force": 1000.0,   # per contact point, N
+        "kd": 0.0,                    # contact acceleration = -kd * contact velocity
+        "per_contact": {},            # frame -> {normal, friction, min/max_normal_force}
+    },
+    "limits": {
+        "torque": True,               # |tau| <= effort limit (URDF), scaled by torque_scale
+        "torque_scale": 1.0,
+        "joints": True,               # position and velocity limits -> acceleration bounds
+        "position_horizon": 0.05,     # s: q + v T + a T^2 / 2 stays inside the limits
+        "max_joint_acceleration": 500.0,   # rad/s^2, also the bound when a limit is absent
+        "slack_weight": 1.0e4,        # weight of the slack that softens infeasible bounds
+    },
+    "tasks": {
+        "com": {"weight": 100.0, "kp": 100.0, "kd": 20.0},
+        "base_position": {"weight": 100.0, "kp": 100.0, "kd": 20.0},
+        "base_orientation": {"weight": 100.0, "kp": 100.0, "kd": 20.0},
+        "swing_foot": {"weight": 100.0, "kp": 400.0, "kd": 40.0},
+        "posture": {"weight": 1.0, "kp": 25.0, "kd": 10.0},
+        "momentum": {"weight": 0.0, "kd": 10.0},
+        "force_regularization": {"weight": 1.0e-4},
+    },
+    "fallback": {"joint_damping": 0.1},   # N m s/rad in gravity compensation + damping
+}
+
+
+def _merge(base: dict, extra: dict, where: str, doc=None, path=()) -> dict:
+    for key, value in extra.items():
+        free = path[-1:] == ("per_contact",)
+        if key not in base and not free:
+            known = ", ".join(sorted(base)) or "none"
+            msg = f"unknown key '{key}' in {where} (known: {known})"
+            if doc is not None:
+                raise doc.error(msg, *path, key)
+            raise InputError(msg, field=".".join(map(str, path + (key,))))
+        if isinstance(base.get(key), dict) and isinstance(value, dict) and not free:
+            _merge(base[key], value, where, doc, path + (key,))
+        else:
+            base[key] = value
+    return base
+
+
+def controller_config(robot_name: Optional[str] = None, overrides: Optional[dict] = None,
+                      path: Optional[Path] = None) -> Dict[str, Any]:
+    """The configuration for ``robot_name`` (its YAML if present), with ``overrides`` on top."""
+    config = copy.deepcopy(DEFAULTS)
+    if path is None and robot_name is not None:
+        candidate = config_dir() / "controller" / f"{robot_name}.yaml"
+        path = candidate if candidate.is_file() else None
+    if path is not None:
+        doc = load_yaml(path)
+        if doc.data is not None:
+            if not isinstance(doc.data, dict):
+                raise doc.error("expected a mapping of controller settings")
+            _merge(config, doc.data, str(path), doc)
+    if overrides:
+        _merge(config, copy.deepcopy(overrides), "controller overrides")
+    if config["solver"] not in ("osqp", "proxsuite"):
+        raise InputError(f"solver '{config['solver']}' is not osqp or proxsuite", field="solver")
+    if config["contacts"]["cone_approximation"] not in ("inner", "outer"):
+        raise InputError("cone_approximation must be inner or outer", field="contacts.cone_approximation")
+    if int(config["contacts"]["cone_facets"]) < 3:
+        raise InputError("cone_facets must be at least 3", field="contacts.cone_facets")
+    return config

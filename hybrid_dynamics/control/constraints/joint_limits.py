@@ -1,0 +1,52 @@
+"""Joint position and velocity limits turned into joint acceleration bounds.
+
+Over the control period ``dt`` and a position horizon ``T`` (longer than ``dt``, so the robot
+brakes before a stop instead of hitting it):
+
+    velocity:  (v_min - v) / dt          <= a <= (v_max - v) / dt
+    position:  2 (q_min - q - v T) / T^2 <= a <= 2 (q_max - q - v T) / T^2
+    and        |a| <= a_max.
+
+The bounds are the intersection. When it is empty (a joint already past a stop, or moving too
+fast to stop in time) the pair is replaced by the gap between them, the least violation.
+These rows are *soft*: if the QP with them is infeasible, the same cycle solves again with a
+slack per row (weight ``slack_weight``): physics (dynamics, cones, torque limits) stays hard.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .base import Constraint
+
+
+class JointLimits(Constraint):
+    name = "joint_limits"
+    soft = True
+
+    def __init__(self, joints, dt: float, horizon: float, a_max: float):
+        self.joints = joints
+        self.dt = float(dt)
+        self.T = max(float(horizon), float(dt))
+        self.a_max = float(a_max)
+
+    def rows(self, layout) -> int:
+        return len(self.joints.v_cols)
+
+    def setup(self, C, lo, hi, layout) -> None:
+        C[:] = 0.0
+        for r, col in enumerate(self.joints.v_cols):
+            C[r, col] = 1.0
+
+    def fill(self, C, lo, hi, state, layout) -> None:
+        js = self.joints
+        q, v = state.q_joints, state.v_joints
+        T, dt = self.T, self.dt
+        c = 2.0 / (T * T)
+        # velocity and position bounds, then the acceleration cap (in place, few temporaries)
+        np.maximum((-js.v_max - v) / dt, c * (js.q_min - q - v * T), out=lo)
+        np.minimum((js.v_max - v) / dt, c * (js.q_max - q - v * T), out=hi)
+        np.clip(lo, -self.a_max, self.a_max, out=lo)
+        np.clip(hi, -self.a_max, self.a_max, out=hi)
+        bad = lo > hi
+        if bad.any():
+            lo[bad], hi[bad] = hi[bad].copy(), lo[bad].copy()

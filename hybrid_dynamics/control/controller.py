@@ -1,0 +1,255 @@
+"""The whole-body controller: state + references in, torques out, every cycle.
+
+    ctrl = WholeBodyController(load_robot("jethexa"), {"solver": "proxsuite"})
+    out = ctrl.update(q, v, {"leg1_foot": True, ...}, References.hold(com=[0, 0, 0.1]))
+    out.tau["leg1_femur_joint"], out.contact_forces["leg1_foot"], out.fallback
+
+One cycle (:meth:`WholeBodyController.update`):
+  1. model update: one ``pin.computeAllTerms`` pass (:mod:`.model_update`);
+  2. QP build: tasks and constraints into preallocated arrays (:mod:`.formulation`);
+  3. solve (:mod:`.solvers`, backend chosen by ``config["solver"]``), warm-started;
+  4. torque mapping: ``tau = M_a dv + h_a - J_a^T f`` with the base rows re-solved exactly;
+     for closed chains the actuator forces follow from the actuated-joint torques.
+
+Infeasibility, in the same cycle, in this order:
+  * the joint-limit acceleration bounds are soft: when the hard QP fails they get one slack
+    each (``limits.slack_weight``) and the QP is solved again (``ControlOutput.relaxed``);
+  * if that fails too (a state whose torque limits and friction cones cannot hold the robot,
+    or non-finite input), the **fallback** is gravity compensation with joint damping,
+    ``tau = g_a(q) - d * v_a`` clipped to the torque limits (``fallback.joint_damping``),
+    with ``dv`` and the contact forces reported as zeros. The output is never NaN.
+Every relaxation, infeasible solve and fallback is counted in :attr:`WholeBodyController.stats`.
+
+Morphology change (:meth:`set_morphology`): the formulation is rebuilt on the new
+:class:`~hybrid_dynamics.model.morphology.MorphologyMap` (removed bodies have zero inertia,
+locked joints leave the variables), the solver forgets its structures, the OSQP pattern is
+prepared at once, and the previous solution is mapped (surviving accelerations by index,
+surviving contacts' forces by frame) to warm-start the first solve of the new structure.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Dict, Optional
+
+import numpy as np
+import pinocchio as pin
+
+from .config import controller_config
+from .formulation import Formulation
+from .references import References, Target
+from .solvers import SlackProblem, SolveResult, make_solver
+
+
+@dataclass
+class ControlOutput:
+    """What one cycle produces (see the module docstring)."""
+    tau: Dict[str, float]                       # actuated joint -> torque (N m or N)
+    actuator_forces: Dict[str, float]           # closed chains: actuator -> force (N)
+    contact_forces: Dict[str, np.ndarray]       # contact frame -> world force (sum of points)
+    dv: np.ndarray                              # generalized acceleration (controller coords)
+    status: str
+    solve_time: float                           # s, QP solve(s) only
+    fallback: bool
+    infeasible: bool
+    relaxed: bool = False                       # joint limits softened by slacks
+    cycle_time: float = 0.0                     # s, the whole update
+    point_forces: Dict[str, np.ndarray] = field(default_factory=dict)   # frame -> (k, 3)
+    tau_vector: Optional[np.ndarray] = None     # torques in ``joint_names`` order
+
+
+class WholeBodyController:
+    """QP inverse dynamics with friction cones (module docstring)."""
+
+    def __init__(self, robot, config: Optional[dict] = None, morphology_map=None):
+        self.robot = robot
+        self.config = controller_config(robot.name, overrides=config)
+        self.projection = self._projection(robot)
+        self.solver = make_solver(self.config["solver"], self.config["solver_settings"])
+        self.stats = {"cycles": 0, "fallbacks": 0, "infeasible": 0, "relaxed": 0}
+        self._warm = None
+        self._last = None
+        self.formulation = None
+        self._install(morphology_map)
+
+    # ------------------------------------------------------------------ structure
+    @staticmethod
+    def _projection(robot):
+        if robot.loops is None:
+            return None
+        from ..dynamics.closed_chain import LoopClosureKinematics
+        return LoopClosureKinematics(robot)
+
+    def _install(self, mmap) -> None:
+        self.formulation = Formulation(self.robot, self.config, mmap, self.projection)
+        self.mmap = mmap
+        self.solver.reset()
+        self._slack = {}
+        if self.config["solver"] == "osqp":
+            self._prepare_pattern()
+
+    @property
+    def joint_names(self):
+        return self.formulation.joints.names
+
+    @property
+    def contact_frames(self):
+        return [c.frame for c in self.formulation.contacts]
+
+    def set_morphology(self, morphology_map) -> None:
+        """Rebuild the QP for a new morphology and warm-start it from the mapped solution."""
+        old_map, last = self.mmap, self._last
+        self._install(morphology_map)
+        if last is None:
+            return
+        dv_old, forces_old = last
+        n_new = self.formulation.state.n
+        dv = np.zeros(n_new)
+        if self.projection is None:
+            old_idx = old_map.v_index if old_map is not None else np.arange(self.robot.nv)
+            new_idx = morphology_map.v_index if morphology_map is not None else np.arange(self.robot.nv)
+            _, ia, ib = np.intersect1d(old_idx, new_idx, return_indices=True)
+            dv[ib] = dv_old[ia]
+        else:
+            dv[:] = dv_old[:n_new]
+        self._warm = (dv, forces_old)
+
+    def _prepare_pattern(self, samples: int = 3) -> None:
+        """OSQP: every entry of H and [A; C] that may be non-zero (module doc of osqp_solver)."""
+        f = self.formulation
+        model = f.state.model
+        rng = np.random.default_rng(0)
+        nc = len(f.contacts)
+        P_mask = A_mask = None
+        lo = np.where(np.isfinite(model.lowerPositionLimit), model.lowerPositionLimit, -1.0)
+        hi = np.where(np.isfinite(model.upperPositionLimit), model.upperPositionLimit, 1.0)
+        lay = None
+        for s in range(samples):
+            qf = pin.randomConfiguration(model, np.maximum(lo, -3.0), np.minimum(hi, 3.0))
+            q = qf if f.mmap is None else f.mmap.reduce_q(qf)
+            v = rng.standard_normal(f.state.nv)
+            refs = References(com=Target(rng.standard_normal(3)), base_position=Target(rng.standard_normal(3)),
+                              swing_feet={c.frame: Target(rng.standard_normal(3)) for c in f.contacts},
+                              momentum=rng.standard_normal(6))
+            refs.base_orientation = References.hold().base_orientation
+            for stance in ((True,) * nc, (False,) * nc):
+                lay = f.build(q, v, stance, refs)
+                pm = lay.H != 0
+                am = np.vstack([lay.A, lay.C]) != 0
+                P_mask = pm if P_mask is None else P_mask | pm
+                A_mask = am if A_mask is None else A_mask | am
+        P_mask |= P_mask.T
+        self.solver.set_pattern(lay.key, P_mask, A_mask)
+
+    # ------------------------------------------------------------------ cycle
+    def update(self, q, v, stance, references: Optional[References] = None) -> ControlOutput:
+        t0 = time.perf_counter()
+        f = self.formulation
+        refs = references if references is not None else References()
+        q = np.asarray(q, dtype=float)
+        v = np.asarray(v, dtype=float)
+        self.stats["cycles"] += 1
+        if not (np.all(np.isfinite(q)) and np.all(np.isfinite(v))):
+            return self._fallback(q, v, t0, 0.0, "non-finite state", infeasible=False)
+        st = f.stance_tuple(stance)
+        lay = f.build(q, v, st, refs)
+        if self._warm is not None:
+            lay.x = self._mapped_start(lay)
+            self._warm = None
+        t1 = time.perf_counter()
+        res = self._solve(lay)
+        relaxed = False
+        infeasible = res.infeasible
+        x = res.x
+        if not res.ok and len(lay.soft_rows):
+            sp = self._slack.get(lay.key)
+            if sp is None:
+                sp = self._slack[lay.key] = SlackProblem(lay, f.slack_weight)
+            res2 = self._solve(sp.refresh())
+            if res2.ok:
+                relaxed, x, res = True, res2.x[:lay.nx], res2
+                self.stats["relaxed"] += 1
+        solve_time = time.perf_counter() - t1
+        if infeasible:
+            self.stats["infeasible"] += 1
+        if not res.ok:
+            return self._fallback(q, v, t0, solve_time, res.status, infeasible=infeasible)
+        dv, forces, tau = f.decode(lay, x, res.exact)
+        if not (np.all(np.isfinite(tau)) and np.all(np.isfinite(dv))):
+            return self._fallback(q, v, t0, solve_time, "non-finite solution", infeasible=infeasible)
+        point_forces, contact_forces = self._forces(lay, forces)
+        self._last = (dv, point_forces)
+        return ControlOutput(
+            tau=dict(zip(f.joints.names, tau.tolist())), actuator_forces=self._actuator_forces(tau),
+            contact_forces=contact_forces, dv=dv, status=res.status + ("+slack" if relaxed else ""),
+            solve_time=solve_time, fallback=False, infeasible=infeasible, relaxed=relaxed,
+            cycle_time=time.perf_counter() - t0, point_forces=point_forces, tau_vector=tau)
+
+    def _solve(self, problem) -> SolveResult:
+        """The backend's solve; crossed bounds or a backend error are a failed solve."""
+        if np.any(problem.l > problem.u):
+            return SolveResult(np.zeros(problem.nx), False, "crossed bounds", 0, True)
+        try:
+            return self.solver.solve(problem)
+        except (ValueError, RuntimeError, ArithmeticError) as exc:
+            return SolveResult(np.zeros(problem.nx), False, f"solver error: {exc}", 0, False)
+
+    def _forces(self, lay, forces):
+        """Per-contact point forces (k, 3) and their sums (world), zeros for swing contacts."""
+        rows = forces.reshape(-1, 3)
+        point_forces, contact_forces = {}, {}
+        for frame, sl, single, n_points in self._force_map(lay):
+            if sl is None:
+                pf = np.zeros((n_points, 3))
+                point_forces[frame], contact_forces[frame] = pf, pf[0]
+            elif single:
+                point_forces[frame] = rows[sl]
+                contact_forces[frame] = rows[sl.start]
+            else:
+                pf = rows[sl]
+                point_forces[frame], contact_forces[frame] = pf, pf.sum(axis=0)
+        return point_forces, contact_forces
+
+    def _force_map(self, lay):
+        fm = getattr(lay, "force_map", None)
+        if fm is None:
+            fm = []
+            for i, c in enumerate(lay.contacts):
+                if i in lay.f_offset:
+                    a = lay.f_offset[i] // 3
+                    fm.append((c.frame, slice(a, a + c.n_points), c.n_points == 1, c.n_points))
+                else:
+                    fm.append((c.frame, None, c.n_points == 1, c.n_points))
+            lay.force_map = fm
+        return fm
+
+    def _mapped_start(self, lay) -> np.ndarray:
+        dv, forces = self._warm
+        x = np.zeros(lay.nx)
+        x[:lay.n] = dv[:lay.n]
+        for i in lay.included:
+            c = lay.contacts[i]
+            pf = forces.get(c.frame)
+            if pf is not None and pf.size == c.n_force:
+                x[lay.force_slice(i)] = pf.ravel()
+        return x
+
+    def _actuator_forces(self, tau: np.ndarray) -> Dict[str, float]:
+        """Closed chains: the generalized force on each actuated joint is its actuator's force
+        (N along a ball screw, N m for a rotary actuator); motor torques follow from
+        ``LoopClosureKinematics.motor_torque``. Serial robots: empty."""
+        if self.projection is None:
+            return {}
+        return dict(zip(self.formulation.joints.names, tau.tolist()))
+
+    def _fallback(self, q, v, t0, solve_time, status, infeasible) -> ControlOutput:
+        f = self.formulation
+        self.stats["fallbacks"] += 1
+        tau = f.gravity_compensation(q, v, float(self.config["fallback"]["joint_damping"]))
+        zeros = {c.frame: np.zeros(3) for c in f.contacts}
+        return ControlOutput(
+            tau=dict(zip(f.joints.names, tau.tolist())), actuator_forces=self._actuator_forces(tau),
+            contact_forces=zeros, dv=np.zeros(f.state.n), status=f"fallback: {status}",
+            solve_time=solve_time, fallback=True, infeasible=infeasible,
+            cycle_time=time.perf_counter() - t0,
+            point_forces={c.frame: np.zeros((c.n_points, 3)) for c in f.contacts}, tau_vector=tau)

@@ -1,0 +1,163 @@
+"""One Pinocchio pass per control cycle, and every quantity the tasks and constraints read.
+
+:meth:`ModelUpdate.update` runs ``pin.computeAllTerms`` once (mass matrix ``M``, non-linear
+effects ``h = C v + g``, joint Jacobians, CoM and its velocity, centroidal momentum, and the
+frame accelerations at zero joint acceleration), then reads per contact frame:
+
+  ``J6``     6 x n Jacobian in LOCAL_WORLD_ALIGNED (linear rows then angular rows):
+             world-frame velocity of the frame origin and angular velocity;
+  ``drift``  ``J̇6 v`` as the *classical* acceleration (``a = J6 dv + drift``);
+  ``Jp``     3k x n Jacobians of the k contact points p_i (frame offsets), world linear:
+             ``J_pi = J6[:3] - [R p_i]x J6[3:]`` (a point force f_i enters the dynamics as
+             ``J_pi^T f_i``); for a point contact at the frame origin ``Jp = J6[:3]``.
+
+Positions and velocities of contact frames are read on demand (swing tasks only).
+
+Damaged robots (:class:`~hybrid_dynamics.model.morphology.MorphologyMap`): Pinocchio runs on
+the healthy-size model whose removed bodies have zero inertia, at ``expand_q/expand_v``, and
+rows/columns are sliced with ``v_index`` (paper 000, Algorithm 1): exact, no model rebuild.
+
+Closed chains (NOTES-001 section 2.6): with ``v = G_f v_m`` and ``a = G_f a_m + d`` from
+:class:`~hybrid_dynamics.dynamics.closed_chain.LoopClosureKinematics`, the controller works in
+the independent coordinates: ``M_red = G_f^T M G_f``, ``h_red = G_f^T (h + M d)``,
+``J_red = J G_f``, ``drift_red = drift + J d``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import List
+
+import numpy as np
+import pinocchio as pin
+
+LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
+
+
+@dataclass
+class ContactModel:
+    """A contact of the current morphology with its controller settings."""
+    frame: str
+    frame_id: int
+    kind: str                 # "point" (3 acceleration rows) or "surface" (6 rows)
+    points: np.ndarray        # (k, 3) point offsets in the frame
+    normal: np.ndarray        # world contact normal
+    friction: float
+    min_normal_force: float   # per point
+    max_normal_force: float   # per point
+
+    @property
+    def n_points(self) -> int:
+        return len(self.points)
+
+    @property
+    def n_force(self) -> int:
+        return 3 * len(self.points)
+
+    @property
+    def n_rows(self) -> int:
+        return 6 if self.kind == "surface" else 3
+
+    @property
+    def at_origin(self) -> bool:
+        """A single point at the frame origin: its Jacobian is the frame's linear rows."""
+        return len(self.points) == 1 and not self.points.any()
+
+
+def skew(p: np.ndarray) -> np.ndarray:
+    return np.array([[0.0, -p[2], p[1]], [p[2], 0.0, -p[0]], [-p[1], p[0], 0.0]])
+
+
+class ModelUpdate:
+    """Per-cycle dynamics and kinematics in the controller's coordinates (size ``n``)."""
+
+    def __init__(self, robot, contacts: List[ContactModel], morphology_map=None, projection=None):
+        self.robot = robot
+        self.mmap = morphology_map
+        self.model = morphology_map.model if morphology_map is not None else robot.model
+        self.data = self.model.createData()
+        self.contacts = contacts
+        self.projection = projection          # LoopClosureKinematics or None
+        nv_full = self.model.nv
+        self.v_index = (morphology_map.v_index if morphology_map is not None else np.arange(nv_full))
+        self.sliced = len(self.v_index) != nv_full
+        self.nv = len(self.v_index)
+        self.n = self.nv if projection is None else 6 + len(robot.actuated_joints)
+        self.mass = float(sum(self.model.inertias[j].mass for j in range(self.model.njoints)))
+        self.gravity = np.array(self.model.gravity.linear)
+        self.J6 = [np.zeros((6, self.n)) for _ in contacts]
+        self.drift = [np.zeros(6) for _ in contacts]
+        self.Jp = [np.zeros((c.n_force, self.n)) for c in contacts]
+        self._ids = [c.frame_id for c in contacts]
+        self._plain = [c.at_origin for c in contacts]
+        self.q = self.v = self.v_m = None
+        self.G = None
+        self.d = None
+
+    # ------------------------------------------------------------------ cycle
+    def update(self, q: np.ndarray, v: np.ndarray) -> None:
+        model, data = self.model, self.data
+        if self.sliced:
+            q_full, v_full = self.mmap.expand_q(q), self.mmap.expand_v(v)
+        else:
+            q_full, v_full = q, v
+        self.q, self.v = q, v
+        pin.computeAllTerms(model, data, q_full, v_full)
+        G = None
+        if self.projection is not None:
+            G, d = self.projection.projection(q_full, v_full)
+            self.G, self.d = G, d
+            M = data.M
+            self.M = G.T @ M @ G
+            self.h = G.T @ (data.nle + M @ d)
+            self.v_m = np.concatenate([v_full[:6], v_full[self.projection.ia]])
+        elif self.sliced:
+            ix = self.v_index
+            self.M = data.M[np.ix_(ix, ix)]
+            self.h = data.nle[ix]
+            self.v_m = v
+        else:
+            self.M = data.M
+            self.h = data.nle
+            self.v_m = v
+        J6, drift, Jp = self.J6, self.drift, self.Jp
+        getJ, getA = pin.getFrameJacobian, pin.getFrameClassicalAcceleration
+        for i, fid in enumerate(self._ids):
+            J = getJ(model, data, fid, LWA)
+            a = getA(model, data, fid, LWA).vector
+            if G is not None:
+                a = a + J @ d
+                J = J @ G
+            elif self.sliced:
+                J = J[:, self.v_index]
+            J6[i] = J
+            drift[i] = a
+            if self._plain[i]:
+                Jp[i] = J[:3]
+            else:
+                offs = self.contacts[i].points @ data.oMf[fid].rotation.T
+                P = Jp[i]
+                for k, r in enumerate(offs):
+                    P[3 * k:3 * k + 3] = J[:3] - skew(r) @ J[3:]
+
+    # ------------------------------------------------------------------ on demand
+    @property
+    def com(self) -> np.ndarray:
+        return self.data.com[0]
+
+    @property
+    def com_velocity(self) -> np.ndarray:
+        return self.data.vcom[0]
+
+    @property
+    def base_placement(self) -> pin.SE3:
+        return self.data.oMi[1]
+
+    def frame_position(self, i: int) -> np.ndarray:
+        return self.data.oMf[self._ids[i]].translation
+
+    def frame_velocity(self, i: int) -> np.ndarray:
+        return self.J6[i] @ self.v_m
+
+    def point_positions(self, i: int) -> np.ndarray:
+        oMf = self.data.oMf[self._ids[i]]
+        return oMf.translation + self.contacts[i].points @ oMf.rotation.T

@@ -1,0 +1,14 @@
+"""Weighted tasks of the whole-body QP, one per module (as in pink and TSID).
+
+Each task adds ``w ||A x - b||^2`` to the cost; see :mod:`.base`.
+"""
+from .base import Task
+from .base_pose import BaseOrientationTask, BasePositionTask
+from .com import ComTask
+from .force_regularization import ForceRegularizationTask
+from .momentum import MomentumTask
+from .posture import PostureTask
+from .swing_foot import SwingFootTask
+
+__all__ = ["Task", "ComTask", "BasePositionTask", "BaseOrientationTask", "SwingFootTask",
+           "PostureTask", "MomentumTask", "ForceRegularizationTask"]
