@@ -5,11 +5,13 @@ from pathlib import Path
 from typing import Callable, Dict, List
 
 from ..description import Description
-from . import hybrid_biped, jethexa
+from . import hybrid_biped, jethexa, paper003_biped, paper003_quadruped
 
 BUILTIN_DESCRIPTIONS: Dict[str, Callable[[], Description]] = {
     "jethexa": jethexa.build,
     "hybrid_biped": hybrid_biped.build,
+    "paper003_biped": paper003_biped.build,
+    "paper003_quadruped": paper003_quadruped.build,
 }
 
 
