@@ -35,6 +35,7 @@ import pinocchio as pin
 import rclpy
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
+from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rcl_interfaces.msg import SetParametersResult
@@ -57,6 +58,8 @@ from .pipeline import ControlCore, StateCore
 SENSOR_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT, history=HistoryPolicy.KEEP_LAST)
 COMMAND_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, history=HistoryPolicy.KEEP_LAST)
 STATE_QOS = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE, history=HistoryPolicy.KEEP_LAST)
+# lock-step (one cycle per joint state) and recording must not drop samples: a queue
+QUEUED_SENSOR_QOS = QoSProfile(depth=100, reliability=ReliabilityPolicy.BEST_EFFORT, history=HistoryPolicy.KEEP_LAST)
 LATCHED_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, history=HistoryPolicy.KEEP_LAST,
                          durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
@@ -80,6 +83,15 @@ class _Base(Node):
         self.last_fault = ""
         self.morphology = Morphology.healthy(self.robot)
         self.revision = 0
+        self.matched: Dict[str, int] = {}
+
+    def matched_events(self, topic: str) -> SubscriptionEventCallbacks:
+        """Counts the publishers matched to a subscription (``self.matched[topic]``)."""
+        self.matched[topic] = 0
+
+        def on_matched(info) -> None:
+            self.matched[topic] = info.current_count
+        return SubscriptionEventCallbacks(matched=on_matched)
 
     def now(self) -> float:
         return self.get_clock().now().nanoseconds * 1e-9
@@ -267,9 +279,12 @@ class WholeBodyControllerNode(_Base):
         # queue; the lock orders them with the cycle (which holds it for its whole length)
         self.lock = threading.Lock()
         inputs = MutuallyExclusiveCallbackGroup() if not self.lockstep else self.group
-        self.create_subscription(Imu, self.p["imu_topic"], self._on_imu, SENSOR_QOS, callback_group=inputs)
-        self.create_subscription(JointState, self.p["joint_states_topic"], self._on_js, SENSOR_QOS,
-                                 callback_group=inputs)
+        qos = QUEUED_SENSOR_QOS if self.lockstep else SENSOR_QOS
+        self.create_subscription(Imu, self.p["imu_topic"], self._on_imu, qos, callback_group=inputs,
+                                 event_callbacks=self.matched_events(self.p["imu_topic"]))
+        self.create_subscription(JointState, self.p["joint_states_topic"], self._on_js, qos,
+                                 callback_group=inputs,
+                                 event_callbacks=self.matched_events(self.p["joint_states_topic"]))
         self.follow_morphology()
         self.cmd_pub = self.create_publisher(Float64MultiArray, self.p["commands_topic"], COMMAND_QOS)
         self.cmd_msg = Float64MultiArray()
@@ -313,6 +328,8 @@ class WholeBodyControllerNode(_Base):
             out = self.state.add_imu(msg, self.now())
         if out is not None:
             self.fault(out.kind, "IMU " + out.detail)
+        elif self.lockstep and self.state.lockstep_after_imu():
+            self._cycle()
 
     def _on_js(self, msg: JointState) -> None:
         perf = time.perf_counter()
@@ -326,7 +343,7 @@ class WholeBodyControllerNode(_Base):
             return
         if self.state.buffer.unknown:
             self.fault("unknown_joints", "ignoring " + ", ".join(self.state.buffer.unknown[:4]))
-        if self.lockstep:
+        if self.lockstep and self.state.lockstep_after_joint_state():
             self._cycle()
 
     # ---------------------------------------------------------------- the cycle

@@ -13,7 +13,7 @@ actuated joints, until fresh data returns. Nothing here ever returns NaN.
 from __future__ import annotations
 
 import time
-from collections import Counter
+from collections import Counter, deque
 from dataclasses import dataclass, field
 from typing import Dict, List, Mapping, Optional, Sequence
 
@@ -36,6 +36,8 @@ class StateCore:
         self.buffer = JointStateBuffer(robot.joint_names, robot.q_stand[7:])
         self.imu: Optional[ImuSample] = None
         self.imu_stamp = -np.inf
+        self.imu_history: deque = deque(maxlen=32)      # (stamp, sample), increasing stamps
+        self.first_js_stamp: Optional[float] = None
         self.js_received = -np.inf
         self.imu_received = -np.inf
         self.estimator = BaseEstimator(robot, params.get("estimator"))
@@ -66,6 +68,8 @@ class StateCore:
         out = self.buffer.add(msg, now)
         if out is None:
             self.js_received = now
+            if self.first_js_stamp is None:
+                self.first_js_stamp = self.buffer.stamp
         else:
             self.rejected[out.kind] += 1
         return out
@@ -82,7 +86,40 @@ class StateCore:
             self.rejected["out_of_order"] += 1
             return Rejected("out_of_order", f"IMU stamp {stamp:.6f} older than {self.imu_stamp:.6f}")
         self.imu_stamp, self.imu, self.imu_received = stamp, sample, now
+        self.imu_history.append((stamp, sample))
         return None
+
+    def imu_for(self, t: float) -> ImuSample:
+        """The IMU sample of time ``t``: the latest stamped at or before ``t`` (so that a
+        sample of the next step arriving first changes nothing), else the oldest kept."""
+        for stamp, sample in reversed(self.imu_history):
+            if stamp <= t:
+                return sample
+        return self.imu_history[0][1]
+
+    # ---------------------------------------------------------------- lock-step pairing
+    # One cycle per joint state, paired with the IMU sample of the same time whatever order
+    # the two arrive in (they travel on two topics): a joint state waits until an IMU sample
+    # stamped at or after it has arrived, or until the IMU is stale. The node and the replay
+    # run this same rule, so a run replays to identical commands.
+    pending: Optional[float] = None
+
+    def lockstep_after_joint_state(self) -> bool:
+        """Call after an accepted joint state: True if its cycle can run now."""
+        t = self.buffer.stamp
+        ref = self.imu_stamp if self.imu is not None else self.first_js_stamp
+        if self.imu_stamp >= t or t - ref > self.stale_timeout:
+            self.pending = None
+            return True
+        self.pending = t
+        return False
+
+    def lockstep_after_imu(self) -> bool:
+        """Call after an accepted IMU sample: True if a waiting joint state's cycle can run."""
+        if self.pending is not None and self.imu_stamp >= self.pending:
+            self.pending = None
+            return True
+        return False
 
     def missing(self) -> List[str]:
         return [n for n, s, r in zip(self.buffer.joints, self.buffer.seen, self._required) if r and not s]
@@ -115,7 +152,7 @@ class StateCore:
         if self.passive is not None:
             qj, vj = self.passive(qj, vj)
         t = buf.stamp
-        state = self.estimator.update(t, qj, vj, self.imu, self.stance)
+        state = self.estimator.update(t, qj, vj, self.imu_for(t), self.stance)
         # contacts for the next step: forces from efforts when every surviving joint has one
         forces_z = None
         if self.buffer.has_effort[self._required].all() and self.contacts.config.mode in ("auto", "force"):
