@@ -67,7 +67,7 @@ def _step(g, t=None, imu=True, js=True, wait=2.0):
 
 def _publish_js(g, names, pos, vel=None, t=None):
     m = JointState()
-    g.source.t = g.source.t + 0.001 if t is None else t
+    g.source.t = g.source.t if t is None else t          # the stamp of the last IMU sample
     sec_to_stamp(g.source.t, m.header.stamp)
     m.name = list(names)
     m.position = [float(x) for x in pos]
