@@ -22,7 +22,7 @@ def test_package_xml_is_valid_format_3():
 
 
 def test_setup_installs_share_files_and_entry_points(tmp_path):
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation", "--ignore-installed",
                     "--prefix", str(tmp_path), str(REPO)], check=True, capture_output=True)
     share = tmp_path / "share"
     assert (share / "ament_index" / "resource_index" / "packages" / "hybrid_dynamics").is_file()
