@@ -414,7 +414,8 @@ class WholeBodyControllerNode(_Base):
             level = DiagnosticStatus.WARN if self.state.imu is not None else DiagnosticStatus.STALE
         elif out is not None and getattr(out, "fallback", False):
             level = DiagnosticStatus.WARN
-        residual = getattr(out, "loop_residual", 0.0) if out is not None else 0.0
+        passive = self.state.passive
+        residual = passive.residual if passive is not None else 0.0
         self.publish_diagnostics(level, f"safe mode: {self.safe_mode}" if self.safe_mode else "running", {
             "controller": self.control.kind,
             "status": getattr(out, "status", "none") if out is not None else "none",

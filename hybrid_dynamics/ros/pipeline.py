@@ -165,18 +165,31 @@ class StateCore:
         return state
 
 
-def _passive_completion(robot):
+class _PassiveCompletion:
     """The closed-chain passive-state completion (estimation/passive_state.py) as
-    ``(qj, vj) -> (qj, vj)`` on healthy-size joint vectors, or None when not available."""
-    try:
+    ``(qj, vj) -> (qj, vj)`` on healthy-size joint vectors; the loop residual and validity
+    of the last call are kept for /diagnostics."""
+
+    def __init__(self, robot):
         from ..estimation.passive_state import PassiveStateEstimator
+        self.est = PassiveStateEstimator(robot)
+        names = robot.joint_names
+        self.ia = np.array([names.index(n) for n in self.est.actuated_joints], dtype=int)
+        self.residual = 0.0
+        self.valid = True
+        self.status = "ok"
+
+    def __call__(self, qj, vj):
+        out = self.est.update(qj[self.ia], vj[self.ia])
+        self.residual, self.valid, self.status = float(out.residual), bool(out.valid), out.status
+        return out.q[7:], out.v[6:]
+
+
+def _passive_completion(robot):
+    try:
+        return _PassiveCompletion(robot)
     except ImportError:
         return None
-    est = PassiveStateEstimator(robot)
-
-    def complete(qj, vj):
-        return est.complete(qj, vj)
-    return complete
 
 
 # ============================================================================ control

@@ -39,7 +39,7 @@ class StandingSource(Node):
         self.noise = noise
         self.js_pub = self.create_publisher(JointState, "/joint_states", SENSOR_QOS)
         self.imu_pub = self.create_publisher(Imu, "/imu_sensor_broadcaster/imu", SENSOR_QOS)
-        self.joints = list(joints or robot.joint_names)
+        self.joints = list(joints or robot.actuated_joints)     # what a robot measures
         idx = {n: i for i, n in enumerate(robot.joint_names)}
         self.qj = self.q[7:][[idx[n] for n in self.joints]]
         self.t = 1.0

@@ -1,0 +1,141 @@
+"""``hybrid-dynamics bench pipeline``: latency from /joint_states received to
+/effort_controller/commands published, in the one-process graph (estimator, controller,
+morphology manager on one MultiThreadedExecutor), over ``--cycles`` joint states.
+
+A stand-in robot publishes joint states and IMU from its own process at the update rate
+(as a ros2_control robot's broadcasters would). The controller node stamps each joint state
+on arrival (``time.perf_counter``) and the command it produced after ``publish()`` returned.
+Printed per trigger mode: p50 / p99 / max latency, the rate the loop held, deadline misses,
+and as the reference timed in the same run, the library cycle alone (estimate + QP, no ROS)
+on the same robot, so that the ROS overhead reads as a ratio.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+COMMAND = ("bench", "pipeline")
+HELP = "latency /joint_states -> /effort_controller/commands in the one-process graph (p50/p99/max)"
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--robot", default="jethexa")
+    parser.add_argument("--cycles", type=int, default=10000, help="joint states measured per mode")
+    parser.add_argument("--rate", type=float, default=None, help="Hz (default: update_rate of config/<robot>.yaml)")
+    parser.add_argument("--trigger", choices=("timer", "joint_states", "both"), default="both")
+    parser.add_argument("--json", action="store_true")
+
+
+def _percentiles(x_s):
+    import numpy as np
+    x = np.asarray(x_s) * 1e3
+    if not len(x):
+        return {"p50": None, "p99": None, "max": None, "n": 0}
+    return {"p50": round(float(np.percentile(x, 50)), 4), "p99": round(float(np.percentile(x, 99)), 4),
+            "max": round(float(x.max()), 4), "n": int(len(x))}
+
+
+def library_cycle(robot, params, n=2000):
+    """The estimate + control cycle alone (no ROS) on standing samples: seconds per cycle."""
+    import numpy as np
+    from sensor_msgs.msg import Imu, JointState
+
+    from ..ros.convert import sec_to_stamp
+    from ..ros.pipeline import ControlCore, StateCore
+    from ..ros.sources import standing_pose
+    state, control = StateCore(robot, params), ControlCore(robot, params)
+    q = standing_pose(robot)
+    idx = {name: i for i, name in enumerate(robot.joint_names)}
+    names = list(robot.actuated_joints)
+    rng = np.random.default_rng(0)
+    times = []
+    for k in range(n):
+        t = 1.0 + k * 1e-3
+        imu = Imu()
+        sec_to_stamp(t, imu.header.stamp)
+        imu.orientation.w = 1.0
+        imu.linear_acceleration.z = 9.81
+        js = JointState()
+        sec_to_stamp(t, js.header.stamp)
+        js.name = names
+        js.position = [float(q[7 + idx[n_]] + rng.normal(0, 1e-3)) for n_ in names]
+        js.velocity = [0.0] * len(names)
+        state.add_imu(imu, t)
+        t0 = time.perf_counter()
+        state.add_joint_state(js, t)
+        est = state.estimate()
+        control.cycle(est, state.stance)
+        times.append(time.perf_counter() - t0)
+    return times[n // 10:]
+
+
+def measure(robot_name, trigger, cycles, rate):
+    import numpy as np
+
+    from ..ros.graph import Graph
+    graph = Graph(robot_name, params={"whole_body_controller": {"trigger": trigger, **({"update_rate": rate}
+                                                                                      if rate else {})},
+                                      "morphology_manager": {"auto_detect": False}})
+    ctrl = graph.nodes["whole_body_controller"]
+    rate = rate or ctrl.rate
+    duration = 3.0 + cycles / rate * 3.0 + 10.0
+    env = dict(os.environ)
+    source = subprocess.Popen([sys.executable, "-m", "hybrid_dynamics.ros.sources", robot_name, "--rate", str(rate),
+                               "--duration", str(duration), "--noise", "0.001"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    try:
+        graph.start()
+        graph.spin_until(lambda: ctrl.latency_count > 200, timeout=30.0)
+        ctrl.reset_statistics()
+        c0, t0 = ctrl.cycles, time.monotonic()
+        graph.spin_until(lambda: ctrl.latency_count >= cycles or source.poll() is not None, timeout=duration)
+        elapsed = time.monotonic() - t0
+        cycles_run = ctrl.cycles - c0
+        lat = ctrl.latencies()[:cycles]
+        comp = ctrl.compute[:min(ctrl.latency_count, ctrl.LATENCY_BUFFER)][:cycles]
+        misses = ctrl.deadline_misses
+        safe = ctrl.safe_cycles
+        kind = ctrl.control.kind
+        params = ctrl.p
+    finally:
+        source.terminate()
+        source.wait(timeout=10)
+        graph.shutdown()
+    return {
+        "trigger": trigger, "controller": kind, "update_rate_hz": rate,
+        "joint_states_measured": int(len(lat)),
+        "cycles_per_s": round(cycles_run / elapsed, 1) if elapsed > 0 else None,
+        "latency_ms": _percentiles(lat), "cycle_compute_ms": _percentiles(comp),
+        "deadline_misses": int(misses) if trigger == "timer" else None,
+        "deadline_miss_ratio": round(misses / max(cycles_run, 1), 4) if trigger == "timer" else None,
+        "safe_mode_cycles": int(safe),
+    }, params
+
+
+def run(args) -> int:
+    from ..model.robot import load_robot
+    modes = ("timer", "joint_states") if args.trigger == "both" else (args.trigger,)
+    results = []
+    params = None
+    for mode in modes:
+        res, params = measure(args.robot, mode, args.cycles, args.rate)
+        results.append(res)
+    ref = _percentiles(library_cycle(load_robot(args.robot), params))
+    for r in results:
+        if r["latency_ms"]["p50"] and ref["p50"]:
+            r["ratio_p50_to_library_cycle"] = round(r["latency_ms"]["p50"] / ref["p50"], 2)
+    out = {"robot": args.robot, "cycles": args.cycles, "machine_cpus": os.cpu_count(),
+           "library_cycle_ms": ref, "modes": results}
+    if args.json:
+        print(json.dumps(out, indent=2))
+    else:
+        print(f"{args.robot}: library cycle (estimate + QP, no ROS) p50 {ref['p50']} ms p99 {ref['p99']} ms")
+        for r in results:
+            lat = r["latency_ms"]
+            print(f"  {r['trigger']:>12}: {r['joint_states_measured']} joint states, latency p50 {lat['p50']} ms "
+                  f"p99 {lat['p99']} ms max {lat['max']} ms; {r['cycles_per_s']} cycles/s at "
+                  f"{r['update_rate_hz']:g} Hz; deadline misses {r['deadline_miss_ratio']}")
+    return 0
