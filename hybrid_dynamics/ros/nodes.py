@@ -373,7 +373,7 @@ class WholeBodyControllerNode(_Base):
             cmd = self.control.safe(self.state.buffer.v)
             self.safe_cycles += 1
         elif self.safe_mode is not None and self.cycles > 0:
-            self.get_logger().info(f"fresh data: leaving safe mode ({self.safe_mode})")
+            self.get_logger().info(f"fresh data: leaving safe mode ({self.safe_mode})", throttle_duration_sec=5.0)
         self.safe_mode = reason
         self.cmd_msg.data = array.array("d", cmd.tobytes())
         self.cmd_pub.publish(self.cmd_msg)
