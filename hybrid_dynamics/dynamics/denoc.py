@@ -257,13 +257,17 @@ class DeNOC(ModularEngine):
         return np.concatenate([qdd0, qdd_theta]), tau
 
     # ------------------------------------------------------------------ FD (2.6)
-    def forward_dynamics(self, q, v, tau, f_tips=None):
+    def forward_dynamics(self, q, v, tau, f_tips=None, armature=None):
+        """Recursive O(n) forward dynamics; ``armature`` (scalar or per joint) is added to the
+        joint-space diagonal, i.e. to every m_hat_k (a linearly implicit joint damping d takes
+        armature = dt d)."""
         self._check(q, v)
         k = self._kin(q)
         t = self.tree
         par = t.parent
         tau = np.asarray(tau, float)
         w = self._forward(k, v, np.zeros(t.n), self._tdot0(k, v, np.zeros(6)), self._ext(k, f_tips))
+        arm = np.broadcast_to(0.0 if armature is None else np.asarray(armature, float), (t.n,))
         Mh = k.Mk.copy()                                        # M_hat_k, then M_bar_k
         eta = w                                                 # eta_k, then eta_bar_k
         psi = np.zeros((t.n + 1, 6))
@@ -273,7 +277,7 @@ class DeNOC(ModularEngine):
             for b in reversed(self.modules[i][1]):
                 pk = k.pk[b]
                 psih = Mh[b] @ pk
-                mh = pk @ psih
+                mh = pk @ psih + arm[b - 1]
                 psi[b] = psih / mh
                 phi[b] = (tau[5 + b] - pk @ eta[b]) / mh
                 Mbar = Mh[b] - np.outer(psih, psi[b])
@@ -385,9 +389,11 @@ class DeNOC(ModularEngine):
                     U[np.ix_(ci, mods[j][2])] = N.T @ self._Aij(k, j, i).T @ Psi[j]
         return U, D
 
-    def forward_dynamics_dense(self, q, v, tau, f_tips=None):
+    def forward_dynamics_dense(self, q, v, tau, f_tips=None, armature=None):
         """The O(n^3) path: GIM and h, then a Cholesky solve."""
         I = self.gim(q)
+        if armature is not None:
+            I[6:, 6:] += np.diag(np.broadcast_to(np.asarray(armature, float), (self.nv - 6,)))
         k = self._kin(q)
         w = self._forward(k, v, np.zeros(self.nv - 6), self._tdot0(k, v, np.zeros(6)), self._ext(k, f_tips))
         h = self._generalized(k, self._backward_wrench(k, w))

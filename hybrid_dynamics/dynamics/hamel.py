@@ -610,3 +610,45 @@ class HamelFast(ModularEngine):
         if f_tips is not None:
             tau = tau - self._tipJ_full(R, p, xi).T @ np.asarray(f_tips, float).reshape(-1)
         return self._cut(tau)
+
+    # ------------------------------------------------------------------ simulation
+    def forward_dynamics_contact(self, q, v, tau, force_law, dt: float = 0.0, joint_damping: float = 0.0):
+        """v_dot with point contacts at the existing tips, from one kinematics pass.
+
+        ``force_law(p, vel)`` gets the tips' world positions and world linear velocities
+        (T x 3 each) and returns (f, C): world forces (T x 3) and their damping matrices
+        C = -df/dvel (T x 3 x 3). The forces act at the tip frames as F_t = [R_st^T f; 0]
+        (NOTES-000 section 2.7). With ``dt`` > 0 the damping of the contacts and the joint
+        damping ``joint_damping`` (tau = ... - d theta_dot) are taken at the end of the step
+        (linearly implicit): (M + dt (d 1_joints + J^T C J)) v_dot = tau - h + J^T f - d theta_dot;
+        both terms keep the arrowhead shape (a tip moves with its own leg and the base).
+        Returns (v_dot, f)."""
+        R, p, xi, Mbb = self._fk(q)
+        v_full = self._full(v)
+        r = self._full(tau) - self._h_full(q, xi, Mbb, v)
+        alive = self._alive
+        tb = self._tip_body_all[alive]
+        Rt = R[tb] @ self._tipR_all[alive]
+        pt = p[tb] + (R[tb] @ self._tipp_all[alive][:, :, None])[:, :, 0]
+        x, y, z, w = q[3:7]
+        Rb = np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+                       [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+                       [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
+        Rw = Rb @ Rt                                         # tip frames in the world
+        pw = q[:3] + pt @ Rb.T
+        T = len(tb)
+        J = self._tipJ_full(R, p, xi).reshape(T, 6, -1)      # LOCAL, healthy columns
+        Jw = Rw @ J[:, :3, :]                                # world linear rows (T, 3, nv)
+        vel = Jw @ v_full
+        f, C = force_law(pw, vel)
+        r += np.einsum("tin,ti->n", Jw, f)
+        M = self._mass_full(xi, Mbb)
+        if dt > 0.0:
+            n3 = Jw.reshape(3 * T, -1)
+            M += dt * (n3.T @ (C @ Jw).reshape(3 * T, -1))
+            if joint_damping:
+                idx = np.arange(6, self._n + 6)
+                M[idx, idx] += dt * joint_damping
+        if joint_damping:
+            r[6:] -= joint_damping * v_full[6:]
+        return self._cut(self._solve_full(M, r)), f

@@ -162,11 +162,33 @@ def check_quaternion(q: np.ndarray) -> None:
 
 
 def integrate(q: np.ndarray, v: np.ndarray, dt: float) -> np.ndarray:
-    """q (+) v dt on SE(3) x R^n: g <- g exp(hat(V_b) dt), joints by Euler (Pinocchio's integrate)."""
+    """q (+) v dt on SE(3) x R^n: g <- g exp(hat(V_b) dt), joints by Euler (Pinocchio's
+    integrate), in float arithmetic (the base part is a dozen scalars)."""
+    x, y, z, w = q[3], q[4], q[5], q[6]
+    vx, vy, vz, ox, oy, oz = (float(c) * dt for c in v[:6])
+    th2 = ox * ox + oy * oy + oz * oz
+    th = math.sqrt(th2)
+    if th < 1e-6:
+        a, b, half_s, half_c = 0.5, 1.0 / 6.0, 0.5, 1.0
+    else:
+        a, b = (1 - math.cos(th)) / th2, (th - math.sin(th)) / (th2 * th)
+        half_s, half_c = math.sin(th / 2) / th, math.cos(th / 2)
+    # dp = V(w) v = v + a w x v + b w x (w x v)
+    cx, cy, cz = oy * vz - oz * vy, oz * vx - ox * vz, ox * vy - oy * vx
+    ccx, ccy, ccz = oy * cz - oz * cy, oz * cx - ox * cz, ox * cy - oy * cx
+    dx, dy, dz = vx + a * cx + b * ccx, vy + a * cy + b * ccy, vz + a * cz + b * ccz
+    # p += R(q) dp
     out = q.copy()
-    R = quat_to_rot(q[3:7])
-    dR, dp = exp_se3(v[:6] * dt)
-    out[:3] = q[:3] + R @ dp
-    out[3:7] = rot_to_quat(R @ dR)
-    out[7:] = q[7:] + v[6:] * dt
+    out[0] += (1 - 2 * (y * y + z * z)) * dx + 2 * (x * y - z * w) * dy + 2 * (x * z + y * w) * dz
+    out[1] += 2 * (x * y + z * w) * dx + (1 - 2 * (x * x + z * z)) * dy + 2 * (y * z - x * w) * dz
+    out[2] += 2 * (x * z - y * w) * dx + 2 * (y * z + x * w) * dy + (1 - 2 * (x * x + y * y)) * dz
+    # quat <- quat (x) exp(w / 2)
+    ex, ey, ez, ew = ox * half_s, oy * half_s, oz * half_s, half_c
+    nx = w * ex + x * ew + y * ez - z * ey
+    ny = w * ey - x * ez + y * ew + z * ex
+    nz = w * ez + x * ey - y * ex + z * ew
+    nw = w * ew - x * ex - y * ey - z * ez
+    norm = math.sqrt(nx * nx + ny * ny + nz * nz + nw * nw)
+    out[3], out[4], out[5], out[6] = nx / norm, ny / norm, nz / norm, nw / norm
+    out[7:] += v[6:] * dt
     return out
