@@ -250,10 +250,10 @@ class HamelDirect(ModularEngine):
                 com[b] = R[b] @ c_local + p[b]
         N = np.zeros(self.nv)
         N[:3] = m.sum() * ghat
-        N[3:6] = (m[:, None] * np.cross(com, ghat)).sum(0)
+        N[3:6] = (m[:, None] * _cross(com, ghat)).sum(0)
         for k in range(1, t.n + 1):                          # dp_l/dtheta_k = xi'_v + xi'_w x p_l
             below = t.anc[k, :] > 0
-            dp = xi[k, :3] + np.cross(xi[k, 3:], com[below])
+            dp = xi[k, :3] + _cross(xi[k, 3:], com[below])
             N[5 + k] = (m[below] * (dp @ ghat)).sum()
         return N
 
