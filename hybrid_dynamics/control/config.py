@@ -48,7 +48,8 @@ DEFAULTS: Dict[str, Any] = {
         "swing_foot": {"weight": 100.0, "kp": 400.0, "kd": 40.0},
         "posture": {"weight": 1.0, "kp": 25.0, "kd": 10.0},
         "momentum": {"weight": 0.0, "kd": 10.0},
-        "force_regularization": {"weight": 1.0e-4},
+        "force_regularization": {"weight": 1.0e-4, "axis_weights": [1.0, 1.0, 1.0],
+                                 "surface_wrench_weights": None, "hessian_regularization": 0.0},
     },
     "fallback": {"joint_damping": 0.1},   # N m s/rad in gravity compensation + damping
 }

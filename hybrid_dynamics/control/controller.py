@@ -149,7 +149,7 @@ class WholeBodyController:
         q = np.asarray(q, dtype=float)
         v = np.asarray(v, dtype=float)
         self.stats["cycles"] += 1
-        if not (np.all(np.isfinite(q)) and np.all(np.isfinite(v))):
+        if not (np.isfinite(q).all() and np.isfinite(v).all()):
             return self._fallback(q, v, t0, 0.0, "non-finite state", infeasible=False)
         st = f.stance_tuple(stance)
         lay = f.build(q, v, st, refs)
@@ -175,7 +175,7 @@ class WholeBodyController:
         if not res.ok:
             return self._fallback(q, v, t0, solve_time, res.status, infeasible=infeasible)
         dv, forces, tau = f.decode(lay, x, res.exact)
-        if not (np.all(np.isfinite(tau)) and np.all(np.isfinite(dv))):
+        if not (np.isfinite(tau).all() and np.isfinite(dv).all()):
             return self._fallback(q, v, t0, solve_time, "non-finite solution", infeasible=infeasible)
         point_forces, contact_forces = self._forces(lay, forces)
         self._last = (dv, point_forces)
@@ -187,7 +187,7 @@ class WholeBodyController:
 
     def _solve(self, problem) -> SolveResult:
         """The backend's solve; crossed bounds or a backend error are a failed solve."""
-        if np.any(problem.l > problem.u):
+        if (problem.l > problem.u).any():
             return SolveResult(np.zeros(problem.nx), False, "crossed bounds", 0, True)
         try:
             return self.solver.solve(problem)

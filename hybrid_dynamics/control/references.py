@@ -67,8 +67,13 @@ class OrientationTarget:
         self.quaternion = qt / np.linalg.norm(qt)
         self.angular_velocity = _vec(self.angular_velocity)
         self.angular_acceleration = _vec(self.angular_acceleration)
+        self._R = self._matrix()
 
     def rotation(self) -> np.ndarray:
+        """The target rotation matrix (computed once; set a new target to change it)."""
+        return self._R
+
+    def _matrix(self) -> np.ndarray:
         x, y, z, w = self.quaternion
         return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
                          [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],

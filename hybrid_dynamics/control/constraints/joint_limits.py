@@ -42,11 +42,12 @@ class JointLimits(Constraint):
         q, v = state.q_joints, state.v_joints
         T, dt = self.T, self.dt
         c = 2.0 / (T * T)
-        # velocity and position bounds, then the acceleration cap (in place, few temporaries)
+        # velocity bounds, position bounds, the acceleration cap (ufuncs in place)
         np.maximum((-js.v_max - v) / dt, c * (js.q_min - q - v * T), out=lo)
         np.minimum((js.v_max - v) / dt, c * (js.q_max - q - v * T), out=hi)
-        np.clip(lo, -self.a_max, self.a_max, out=lo)
-        np.clip(hi, -self.a_max, self.a_max, out=hi)
+        a = self.a_max
+        np.minimum(np.maximum(lo, -a, out=lo), a, out=lo)
+        np.minimum(np.maximum(hi, -a, out=hi), a, out=hi)
         bad = lo > hi
         if bad.any():
             lo[bad], hi[bad] = hi[bad].copy(), lo[bad].copy()

@@ -103,7 +103,7 @@ class GaitScheduler:
         if start_swing > t:
             start_swing -= T
         end_swing = start_swing + p.swing_time
-        if t < end_swing:
+        if t < end_swing and start_swing >= self.t0 - 1e-9:
             return LegPhase(False, (t - start_swing) / p.swing_time, start_swing, end_swing)
         first = self.t0 + self.offsets[leg] * T     # before a leg's first swing it has stood since t0
         start = max(end_swing, self.t0) if t >= first else self.t0

@@ -10,11 +10,12 @@ and solves over ``y`` alone (nx - neq variables, inequalities only):
 
     min 1/2 y^T (Q2^T H Q2) y + (Q2^T (H x0 + g))^T y    s.t.  l - C x0 <= C Q2 y <= u - C x0.
 
-Two exact steps follow. (1) The unconstrained minimiser (one Cholesky of the reduced Hessian)
-is the optimum whenever it satisfies every inequality, which is the common case while the
-robot stands or walks well inside its cones and limits; that is also where Goldfarb-Idnani
-(TSID's eiquadprog) starts. (2) Otherwise ProxQP's dense solver takes the reduced problem,
-one ``proxqp.dense.QP`` per structure key, warm-started from its previous result.
+Two exact steps, cheapest first. (1) The equality-constrained minimiser, one LAPACK solve of
+the KKT system ``[H A^T; A 0] [x; lam] = [-g; b]``, is the optimum whenever it satisfies every
+inequality: the common case while the robot stands or walks well inside its cones and
+limits, and where Goldfarb-Idnani (TSID's eiquadprog) starts too. (2) Otherwise the
+elimination above and ProxQP's dense solver on the reduced problem, one ``proxqp.dense.QP``
+per structure key, warm-started from its previous result.
 
 Side effect worth having: the equalities (floating-base dynamics, contact accelerations) hold
 to round-off whatever the solver tolerance. If ``A`` is rank deficient (a contact Jacobian at
@@ -34,11 +35,14 @@ _PREVIOUS = proxsuite.proxqp.InitialGuess.WARM_START_WITH_PREVIOUS_RESULT
 
 
 class _Reduction:
-    """Buffers of the null-space elimination for one structure."""
+    """Buffers of the KKT shortcut and the null-space elimination for one structure."""
 
     def __init__(self, nx: int, neq: int):
         self.P = np.zeros((nx, nx), order="F")
         self.ny = nx - neq
+        self.K = np.zeros((nx + neq, nx + neq), order="F")    # symmetric: C or F order alike
+        self.r = np.zeros(nx + neq)
+        self.nx = nx
 
 
 class ProxsuiteSolver(QPSolver):
@@ -68,6 +72,8 @@ class ProxsuiteSolver(QPSolver):
         s.eps_rel = 0.0
         s.max_iter = self.max_iter
         s.verbose = False
+        s.eps_primal_inf = 1e-10       # the default (1e-4) calls ill-conditioned QPs infeasible
+        s.eps_dual_inf = 1e-10
         qp.init(H, g, A, b, C, l, u)
         if x0 is not None:
             s.initial_guess = proxsuite.proxqp.InitialGuess.WARM_START
@@ -84,6 +90,20 @@ class ProxsuiteSolver(QPSolver):
         red = self.reductions.get(p.key)
         if red is None:
             red = self.reductions[p.key] = _Reduction(p.nx, neq)
+        # (1) equality-constrained minimiser: one KKT solve
+        nx, K, r = p.nx, red.K, red.r
+        K[:nx, :nx] = p.H
+        K[:nx, nx:] = p.A.T
+        K[nx:, :nx] = p.A
+        np.negative(p.g, out=r[:nx])
+        r[nx:] = p.b
+        _, _, sol, info = lapack.dgesv(K, r)
+        if info == 0:
+            x = sol[:nx]
+            cx = p.C @ x
+            if (cx >= p.l - 1e-9).all() and (cx <= p.u + 1e-9).all():
+                self.shortcuts += 1
+                return SolveResult(x, True, "solved (equality-constrained)", 0, False, True)
         qr, tau, _, info = lapack.dgeqrf(p.A.T)
         diag = np.abs(np.diagonal(qr)[:neq])
         if info != 0 or diag.min() <= self.rank_tol * max(1.0, diag.max()):
@@ -101,14 +121,6 @@ class ProxsuiteSolver(QPSolver):
         Cx0 = p.C @ x0
         ly = p.l - Cx0
         uy = p.u - Cx0
-        # (1) unconstrained minimiser
-        L, info3 = lapack.dpotrf(Hy)
-        if info3 == 0:
-            y, _ = lapack.dpotrs(L, -gy)
-            cy = Cy @ y
-            if np.all(cy >= ly - 1e-9) and np.all(cy <= uy + 1e-9):
-                self.shortcuts += 1
-                return SolveResult(x0 + Q2 @ y, True, "solved (unconstrained)", 0, False, True)
         # (2) ProxQP on the reduced, inequality-only problem
         key = p.key + ("reduced",)
         y0 = None
@@ -116,6 +128,8 @@ class ProxsuiteSolver(QPSolver):
             y0 = Q2.T @ (p.x - x0)
         qp = self._qp(key, red.ny, 0, p.nin, Hy, gy, None, None, Cy, ly, uy, y0)
         res = self._finish(qp, key)
+        if not res.ok:                     # a warm start gone astray: once more, cold
+            res = self._finish(self._qp(key, red.ny, 0, p.nin, Hy, gy, None, None, Cy, ly, uy), key)
         if res.ok:
             res.x = x0 + Q2 @ res.x
             res.exact = True

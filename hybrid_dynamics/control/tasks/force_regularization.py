@@ -1,34 +1,102 @@
-"""Force regularisation: ``w || f - f_ref ||^2`` over the stance point forces.
+"""Force regularisation: ``w sum_i || W (f_i - f_ref,i) ||^2 + eps ||f||^2`` over the stance
+point forces.
 
 ``f_ref`` is ``References.forces[frame]`` (per point, world) where given, else an equal share
-of the robot's weight, ``m |g| / n_points`` along the world vertical.
+of the robot's weight, ``m |g| / n_points`` along the world vertical; ``W = diag(axis_weights)``
+(world axes, default ones); ``eps = hessian_regularization`` (default 0). With several stance
+contacts this term is what splits the load between the feet.
+
+Option ``surface_wrench_weights`` (6 weights ``W6``): a surface contact (a sole with k corner
+points) is regularised on its wrench instead, as TSID's ``Contact6d`` does,
+
+    w || W6 (G R^T f - w_ref) ||^2,
+
+with ``G`` the 6 x 3k map from corner forces (sole frame) to the wrench at the sole origin
+(sole frame), ``R`` the sole orientation and ``w_ref = (0, 0, k * share, 0, 0, 0)``; the
+internal forces of the sole (which change neither its wrench nor the torques) then rest on
+``eps`` alone. TSID's defaults are ``axis_weights = (1, 1, 1e-3)``,
+``W6 = (1, 1, 1e-3, 2, 2, 2)`` and ``eps = 1e-8`` (its Hessian regularisation).
 """
 from __future__ import annotations
 
 import numpy as np
 
+from ..model_update import skew
 from .base import Task
 
 
 class ForceRegularizationTask(Task):
     name = "force_regularization"
-    constant_hessian = True
+
+    def __init__(self, config: dict):
+        super().__init__(config)
+        wrench = config.get("surface_wrench_weights")
+        self.wrench_weights = None if wrench is None else np.asarray(wrench, float).reshape(6)
+        self.W2 = np.asarray(config.get("axis_weights", [1.0, 1.0, 1.0]), float).reshape(3) ** 2
+        self.eps = float(config.get("hessian_regularization", 0.0))
+        self.constant_hessian = self.wrench_weights is None
+        self._G = {}
+
+    def active(self, refs) -> bool:
+        return self.weight > 0.0 or self.eps > 0.0
+
+    def _diag(self, layout) -> np.ndarray:
+        return self.weight * np.tile(self.W2, layout.nf_stance // 3) + self.eps
 
     def add_hessian(self, H, layout) -> None:
         idx = layout.f_stance_diag
-        H[idx, idx] += self.weight
+        H[idx, idx] += self._diag(layout)
 
-    def add_gradient(self, g, state, layout, refs) -> None:
-        if not layout.nf_stance:
-            return
-        share = layout.mass * 9.81 / (layout.nf_stance // 3)
-        if not refs.forces:
-            layout.g_force_rows(g)[:, 2] -= self.weight * share
-            return
+    def _f_ref(self, layout, refs, share):
         f_ref = np.zeros(layout.nf_stance)
         f_ref[2::3] = share
         for frame, force in refs.forces.items():
             sl = layout.stance_force_slice.get(frame)
             if sl is not None:
                 f_ref[sl] = np.tile(np.asarray(force, float), (sl.stop - sl.start) // 3)
-        g[layout.f_stance] -= self.weight * f_ref
+        return f_ref
+
+    def add_gradient(self, g, state, layout, refs) -> None:
+        if not layout.nf_stance:
+            return
+        share = layout.mass * 9.81 / (layout.nf_stance // 3)
+        if not refs.forces:
+            layout.g_force_rows(g)[:, 2] -= (self.weight * self.W2[2]) * share
+            return
+        wW = self.weight * np.tile(self.W2, layout.nf_stance // 3)
+        g[layout.f_stance] -= wW * self._f_ref(layout, refs, share)
+
+    def add(self, H, g, state, layout, refs) -> None:
+        if self.constant_hessian:
+            return super().add(H, g, state, layout, refs)
+        if not layout.nf_stance:
+            return
+        w = self.weight
+        share = layout.mass * 9.81 / (layout.nf_stance // 3)
+        idx = layout.f_stance_diag
+        diag = self._diag(layout)
+        wW = w * np.tile(self.W2, layout.nf_stance // 3)
+        f_ref = self._f_ref(layout, refs, share)
+        for i in layout.stance_contacts:
+            c = layout.contacts[i]
+            if c.kind != "surface":
+                continue
+            sl = layout.force_slice(i)
+            rel = layout.stance_force_slice[c.frame]
+            diag[rel] = self.eps
+            wW[rel] = 0.0
+            R = state.data.oMf[c.frame_id].rotation
+            A = self.wrench_weights[:, None] * (self._wrench_map(c) @ np.kron(np.eye(c.n_points), R.T))
+            b = self.wrench_weights * np.array([0, 0, c.n_points * share, 0, 0, 0])
+            H[sl, sl] += w * A.T @ A
+            g[sl] -= w * A.T @ b
+        H[idx, idx] += diag
+        g[layout.f_stance] -= wW * f_ref
+
+    def _wrench_map(self, c) -> np.ndarray:
+        G = self._G.get(c.frame)
+        if G is None:
+            G = np.vstack([np.hstack([np.eye(3)] * c.n_points),
+                           np.hstack([skew(p) for p in c.points])])
+            self._G[c.frame] = G
+        return G
