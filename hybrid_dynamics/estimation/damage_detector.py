@@ -48,9 +48,11 @@ from ..model.morphology import Morphology, MorphologyMap
 @dataclass
 class DamageDetectorConfig:
     gain: float = 40.0                 # 1/s, observer bandwidth K
-    threshold: float = 3.0             # N (moments divided by moment_arm), on |e|
+    threshold: float = 5.0             # N (moments divided by moment_arm), on |e|
     moment_arm: float = 0.1            # m, weights the moment rows of e
-    persistence: float = 0.04          # s above threshold before a detection
+    persistence: float = 0.05          # s above threshold before a detection
+    switch_holdoff: float = 0.1        # s after a planned touchdown or lift-off without testing
+    max_legs: int = 2                  # legs blamed at once (two lost together, as in S1)
     explain_ratio: float = 0.6         # the blamed leg must remove this fraction of |e| at least
     classify_window: float = 0.15      # s of encoder history to find frozen joints
     frozen_speed: float = 0.02         # rad/s: a joint slower than this over the window is frozen
@@ -63,7 +65,7 @@ class DamageDetectorConfig:
         if unknown:
             raise InputError(f"unknown damage detector setting(s): {', '.join(sorted(unknown))}",
                              field="damage_detector")
-        return cls(**{k: float(v) for k, v in data.items()})
+        return cls(**{k: (int(v) if k == "max_legs" else float(v)) for k, v in data.items()})
 
 
 @dataclass
@@ -126,12 +128,18 @@ class DamageDetector:
         self.quiet_until = -np.inf if t is None else t + self.config.holdoff
         self.above_since: Optional[float] = None
         self.e = np.zeros(6)
+        self._stance_prev = None
+        self.testing = False
 
     # ------------------------------------------------------------------ the cycle
-    def update(self, t: float, q: np.ndarray, v: np.ndarray, tau: np.ndarray) -> Optional[Detection]:
+    def update(self, t: float, q: np.ndarray, v: np.ndarray, tau: np.ndarray,
+               stance: Optional[Mapping[str, bool]] = None) -> List[Detection]:
         """``q``, ``v`` healthy-size (Pinocchio conventions), ``tau`` the torques of every 1-DoF
         joint (healthy size, Pinocchio order) *applied since the previous call* (the effort
-        field of the joint states). Returns a new detection or None."""
+        field of the joint states); ``stance`` the planned contact flags (frame -> bool): for
+        ``switch_holdoff`` after any of them changes nothing is tested (the base velocity
+        estimate jumps at contact switches, and so does the residual). Returns the legs
+        detected in this cycle (usually none)."""
         cfg = self.config
         m, d, vi = self.model, self.data, self.vi
         qf = self.map.expand_q(self.map.reduce_q(q))
@@ -158,6 +166,11 @@ class DamageDetector:
         self.h_prev = h
         self.r = cfg.gain * (p - self.integral)
         self._record(t, q, tau)
+        if stance is not None:
+            flags = tuple(sorted(stance.items()))
+            if self._stance_prev is not None and flags != self._stance_prev:
+                self.quiet_until = max(self.quiet_until, t + cfg.switch_holdoff)
+            self._stance_prev = flags
 
         # per-leg forces and the base consistency wrench
         pin.computeJointJacobians(m, d, qf)
@@ -177,26 +190,38 @@ class DamageDetector:
         w = np.array([1, 1, 1, 1 / cfg.moment_arm, 1 / cfg.moment_arm, 1 / cfg.moment_arm])
         self.e = e
         self.statistic = float(np.linalg.norm(w * e))
-        if t < self.quiet_until or self.statistic < cfg.threshold:
+        self.testing = t >= self.quiet_until
+        if not self.testing or self.statistic < cfg.threshold:
             self.above_since = None
-            return None
+            return []
         if self.above_since is None:
             self.above_since = t
         if t - self.above_since < cfg.persistence:
-            return None
-        # the leg whose inferred force explains e best
-        best, best_norm = None, np.inf
-        for name, wrench in contributions.items():
-            n = float(np.linalg.norm(w * (e + wrench)))
-            if n < best_norm:
-                best, best_norm = name, n
-        if best is None or best_norm > (1.0 - cfg.explain_ratio) * self.statistic:
-            return None
-        detection = self._classify(t, best)
-        detection.statistic = self.statistic
-        detection.onset = self.above_since
-        self.detections.append(detection)
-        return detection
+            return []
+        # the fewest legs whose inferred forces explain e (one leg, else two, ...)
+        import itertools
+        limit = (1.0 - cfg.explain_ratio) * self.statistic
+        names = list(contributions)
+        blamed = None
+        for size in range(1, int(cfg.max_legs) + 1):
+            best, best_norm = None, np.inf
+            for subset in itertools.combinations(names, size):
+                n = float(np.linalg.norm(w * (e + sum(contributions[k] for k in subset))))
+                if n < best_norm:
+                    best, best_norm = subset, n
+            if best is not None and best_norm <= limit:
+                blamed = best
+                break
+        if blamed is None:
+            return []
+        found = []
+        for leg in blamed:
+            detection = self._classify(t, leg)
+            detection.statistic = self.statistic
+            detection.onset = self.above_since
+            found.append(detection)
+        self.detections.extend(found)
+        return found
 
     # ------------------------------------------------------------------ classification
     def _record(self, t: float, q: np.ndarray, tau: np.ndarray) -> None:

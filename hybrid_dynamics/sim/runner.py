@@ -219,17 +219,20 @@ class ScenarioRun:
             state = self.estimator.update(t, qj, vj, ImuSample(imu.orientation, imu.angular_velocity,
                                                                imu.linear_acceleration), stance)
             # ---- damage detection from the commanded torques applied since the last cycle
-            detection = self.detector.update(t, state.q, state.v, effort)
-            if detection is not None:
+            detections = self.detector.update(t, state.q, state.v, effort, stance)
+            if detections:
                 if self.detection_t is None:
                     self.detection_t = t
-                self.log.events.append({"t": round(t, 4), "kind": "detection", "what": detection.describe(),
-                                        "onset": round(detection.onset, 4)})
-                if not self.declared:
+                morph = self.morphology
+                for detection in detections:
+                    self.log.events.append({"t": round(t, 4), "kind": "detection", "what": detection.describe(),
+                                            "onset": round(detection.onset, 4)})
                     try:
-                        self._set_morphology(detection.apply(self.morphology), t, "detected")
+                        morph = detection.apply(morph)
                     except InputError as exc:
                         self.log.events.append({"t": round(t, 4), "kind": "rejected", "what": str(exc)})
+                if not self.declared:
+                    self._set_morphology(morph, t, "detected")
             # ---- locomotion and control
             ref = self.planner.update(t)
             stance = {f: ref.feet[f].stance if f in ref.feet else False for f in self.frames}
@@ -268,7 +271,7 @@ class ScenarioRun:
         lg.cycle_ms.append(out.cycle_time * 1e3)
         lg.fallback.append(bool(out.fallback))
         lg.infeasible.append(bool(out.infeasible))
-        lg.statistic.append(self.detector.statistic)
+        lg.statistic.append(self.detector.statistic if self.detector.testing else np.nan)
         lg.legs_alive.append(sum(1 for _, k in (self.true_morphology or self.morphology).links_kept if k > 0))
         forces = plant.contact_forces()
         for f in self.frames:
