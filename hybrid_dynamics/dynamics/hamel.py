@@ -45,7 +45,7 @@ from typing import List, Optional
 import numpy as np
 
 from .engine import _R6, _R7, ModularEngine, _Coordinates, tree_data
-from .lie import Ad, Ad_inv, Ad_inv_b, ad, force_cross, quat_to_rot, rot_axis, skew, skew_b
+from .lie import Ad, Ad_inv, ad, force_cross, quat_to_rot, rot_axis, skew, skew_b
 
 GRAVITY = np.array([0.0, 0.0, -9.81])
 

@@ -12,7 +12,7 @@ The coordinates of the reference are matched to the engine's by joint name.
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
-from typing import Dict, List, Tuple
+from typing import Dict, List
 
 import numpy as np
 import pinocchio as pin

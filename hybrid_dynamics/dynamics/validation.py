@@ -22,7 +22,6 @@ from ..model.morphology import Morphology
 from ..model.yamlio import load_yaml
 from .denoc import DeNOC
 from .hamel import HamelDirect, HamelFast
-from .lie import rot_to_quat
 from .reference import Reference
 
 ENGINES = {"hamel": HamelDirect, "hamel_fast": HamelFast, "denoc": DeNOC}
@@ -169,7 +168,3 @@ def validate(robot, morphology: Morphology, samples: int = 10, seed: int = 0,
                 back = ref.to_engine(pin.aba(m, d, qr, vr, ref.v(np.concatenate([np.zeros(6), tq])), fext))
                 put("denoc.id_floating", _rel(back, qdd))
     return errors
-
-
-def quat_from_matrix(R):
-    return rot_to_quat(R)
