@@ -101,7 +101,7 @@ def run(args) -> int:
     for r in results:
         o = r["ours"]
         line = (f"{r['robot']:>12} ({r['solver']}): p50 {o['p50_ms']:.3f} ms  p99 {o['p99_ms']:.3f} ms  "
-                f"max {o['max_ms']:.3f} ms  fallbacks {o['fallbacks']}")
+                f"max {o['max_ms']:.3f} ms  >1ms {100 * o['over_1ms']:.1f}%  fallbacks {o['fallbacks']}")
         t = r.get("tsid")
         if t and "p50_ms" in t:
             line += (f" | TSID p50 {t['p50_ms']:.3f} ms p99 {t['p99_ms']:.3f} ms | ratio {r['ratio_p50']:.2f}"

@@ -165,6 +165,9 @@ class Layout:
         self.C = np.zeros((nin, self.nx))
         self.l = np.zeros(nin)
         self.u = np.zeros(nin)
+        self.lazy_rows = np.zeros(nin, bool)
+        for con, s in self.in_blocks:
+            self.lazy_rows[s] = con.lazy
         self.soft_rows = np.concatenate([np.arange(s.start, s.stop) for con, s in self.in_blocks if con.soft]
                                         or [np.zeros(0, int)]).astype(int)
         for con, s in self.eq_blocks:

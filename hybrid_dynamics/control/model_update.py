@@ -67,6 +67,14 @@ def skew(p: np.ndarray) -> np.ndarray:
     return np.array([[0.0, -p[2], p[1]], [p[2], 0.0, -p[0]], [-p[1], p[0], 0.0]])
 
 
+def _skew_rows(r: np.ndarray) -> np.ndarray:
+    """(k, 3, 3) skew matrices of the rows of r."""
+    S = np.zeros((len(r), 3, 3))
+    S[:, 0, 1], S[:, 0, 2], S[:, 1, 2] = -r[:, 2], r[:, 1], -r[:, 0]
+    S[:, 1, 0], S[:, 2, 0], S[:, 2, 1] = r[:, 2], -r[:, 1], r[:, 0]
+    return S
+
+
 class ModelUpdate:
     """Per-cycle dynamics and kinematics in the controller's coordinates (size ``n``)."""
 
@@ -133,11 +141,9 @@ class ModelUpdate:
             drift[i] = a
             if self._plain[i]:
                 Jp[i] = J[:3]
-            else:
-                offs = self.contacts[i].points @ data.oMf[fid].rotation.T
-                P = Jp[i]
-                for k, r in enumerate(offs):
-                    P[3 * k:3 * k + 3] = J[:3] - skew(r) @ J[3:]
+            else:                        # J_pi = J[:3] - [r_i]x J[3:], all points at once
+                r = self.contacts[i].points @ data.oMf[fid].rotation.T
+                Jp[i] = (J[:3] - _skew_rows(r) @ J[3:]).reshape(-1, J.shape[1])
 
     # ------------------------------------------------------------------ on demand
     @property

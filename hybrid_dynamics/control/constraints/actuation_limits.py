@@ -17,6 +17,7 @@ from .base import Constraint
 
 
 class ActuationLimits(Constraint):
+    lazy = True
     name = "actuation_limits"
 
     def __init__(self, tau_max: np.ndarray):

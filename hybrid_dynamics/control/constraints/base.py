@@ -3,7 +3,9 @@
 Equality blocks (``lo == hi``: floating-base dynamics, contact accelerations) go to the
 equality part of the QP, inequality blocks to the inequality part. ``soft`` blocks (joint
 limits) may be relaxed with slack variables when the hard problem is infeasible
-(:mod:`hybrid_dynamics.control.formulation`). Each block writes into views of the QP arrays
+(:mod:`hybrid_dynamics.control.formulation`). ``lazy`` blocks (torque and joint limits,
+rarely active) may be left out of a first solve and added only if that solution violates
+them, which is exact. Each block writes into views of the QP arrays
 that the formulation hands it, and never allocates them.
 """
 from __future__ import annotations
@@ -17,6 +19,7 @@ class Constraint(ABC):
     name = "constraint"
     equality = False
     soft = False
+    lazy = False      # rarely active: a backend may first solve without these rows
 
     @abstractmethod
     def rows(self, layout) -> int:

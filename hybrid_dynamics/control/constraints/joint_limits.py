@@ -20,6 +20,7 @@ from .base import Constraint
 
 
 class JointLimits(Constraint):
+    lazy = True
     name = "joint_limits"
     soft = True
 

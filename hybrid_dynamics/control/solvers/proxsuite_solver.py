@@ -43,6 +43,7 @@ class _Reduction:
         self.K = np.zeros((nx + neq, nx + neq), order="F")    # symmetric: C or F order alike
         self.r = np.zeros(nx + neq)
         self.nx = nx
+        self.skip_kkt = 0
 
 
 class ProxsuiteSolver(QPSolver):
@@ -90,20 +91,25 @@ class ProxsuiteSolver(QPSolver):
         red = self.reductions.get(p.key)
         if red is None:
             red = self.reductions[p.key] = _Reduction(p.nx, neq)
-        # (1) equality-constrained minimiser: one KKT solve
+        # (1) equality-constrained minimiser: one KKT solve. Skipped for a while after it
+        # missed (inequalities active), when the check after the elimination is cheaper.
         nx, K, r = p.nx, red.K, red.r
-        K[:nx, :nx] = p.H
-        K[:nx, nx:] = p.A.T
-        K[nx:, :nx] = p.A
-        np.negative(p.g, out=r[:nx])
-        r[nx:] = p.b
-        _, _, sol, info = lapack.dgesv(K, r)
-        if info == 0:
-            x = sol[:nx]
-            cx = p.C @ x
-            if (cx >= p.l - 1e-9).all() and (cx <= p.u + 1e-9).all():
-                self.shortcuts += 1
-                return SolveResult(x, True, "solved (equality-constrained)", 0, False, True)
+        if red.skip_kkt > 0:
+            red.skip_kkt -= 1
+        else:
+            K[:nx, :nx] = p.H
+            K[:nx, nx:] = p.A.T
+            K[nx:, :nx] = p.A
+            np.negative(p.g, out=r[:nx])
+            r[nx:] = p.b
+            _, _, sol, info = lapack.dgesv(K, r)
+            if info == 0:
+                x = sol[:nx]
+                cx = p.C @ x
+                if (cx >= p.l - 1e-9).all() and (cx <= p.u + 1e-9).all():
+                    self.shortcuts += 1
+                    return SolveResult(x, True, "solved (equality-constrained)", 0, False, True)
+            red.skip_kkt = 20
         qr, tau, _, info = lapack.dgeqrf(p.A.T)
         diag = np.abs(np.diagonal(qr)[:neq])
         if info != 0 or diag.min() <= self.rank_tol * max(1.0, diag.max()):
@@ -121,12 +127,35 @@ class ProxsuiteSolver(QPSolver):
         Cx0 = p.C @ x0
         ly = p.l - Cx0
         uy = p.u - Cx0
-        # (2) ProxQP on the reduced, inequality-only problem
-        key = p.key + ("reduced",)
+        if red.skip_kkt:                    # the same check in reduced coordinates
+            L, info3 = lapack.dpotrf(Hy)
+            if info3 == 0:
+                y, _ = lapack.dpotrs(L, -gy)
+                cy = Cy @ y
+                if (cy >= ly - 1e-9).all() and (cy <= uy + 1e-9).all():
+                    self.shortcuts += 1
+                    red.skip_kkt = 0
+                    return SolveResult(x0 + Q2 @ y, True, "solved (equality-constrained)", 0, False, True)
+        # (2) ProxQP on the reduced, inequality-only problem; first without the lazy rows
+        # (torque and joint limits), which are then checked: if they hold, that is the optimum
         y0 = None
-        if key not in self.qps and p.x is not None and len(p.x) == p.nx:
+        if p.x is not None and len(p.x) == p.nx:
             y0 = Q2.T @ (p.x - x0)
-        qp = self._qp(key, red.ny, 0, p.nin, Hy, gy, None, None, Cy, ly, uy, y0)
+        lazy = getattr(p, "lazy_rows", None)
+        if lazy is not None and lazy.any():
+            key = p.key + ("eager",)
+            eager = ~lazy
+            qp = self._qp(key, red.ny, 0, int(eager.sum()), Hy, gy, None, None,
+                          Cy[eager], ly[eager], uy[eager], None if key in self.qps else y0)
+            res = self._finish(qp, key)
+            if res.ok:
+                cl = Cy[lazy] @ res.x
+                if (cl >= ly[lazy] - 1e-7).all() and (cl <= uy[lazy] + 1e-7).all():
+                    res.x = x0 + Q2 @ res.x
+                    res.exact = True
+                    return res
+        key = p.key + ("reduced",)
+        qp = self._qp(key, red.ny, 0, p.nin, Hy, gy, None, None, Cy, ly, uy, None if key in self.qps else y0)
         res = self._finish(qp, key)
         if not res.ok:                     # a warm start gone astray: once more, cold
             res = self._finish(self._qp(key, red.ny, 0, p.nin, Hy, gy, None, None, Cy, ly, uy), key)

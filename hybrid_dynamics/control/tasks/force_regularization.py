@@ -86,7 +86,8 @@ class ForceRegularizationTask(Task):
             diag[rel] = self.eps
             wW[rel] = 0.0
             R = state.data.oMf[c.frame_id].rotation
-            A = self.wrench_weights[:, None] * (self._wrench_map(c) @ np.kron(np.eye(c.n_points), R.T))
+            k = c.n_points        # W6 G blkdiag(R^T, ..., R^T), one block product per corner
+            A = (self._wrench_map(c).reshape(6, k, 3) @ R.T).reshape(6, 3 * k)
             b = self.wrench_weights * np.array([0, 0, c.n_points * share, 0, 0, 0])
             H[sl, sl] += w * A.T @ A
             g[sl] -= w * A.T @ b
@@ -94,9 +95,11 @@ class ForceRegularizationTask(Task):
         g[layout.f_stance] -= wW * f_ref
 
     def _wrench_map(self, c) -> np.ndarray:
+        """``W6 G`` of a surface contact (sole frame), cached."""
         G = self._G.get(c.frame)
         if G is None:
             G = np.vstack([np.hstack([np.eye(3)] * c.n_points),
                            np.hstack([skew(p) for p in c.points])])
+            G = self.wrench_weights[:, None] * G
             self._G[c.frame] = G
         return G
