@@ -45,7 +45,7 @@ $(TSID_STAMP): constraints-tsid.txt
 demo: venv
 	$(BIN)/hybrid-dynamics demo --scenario hexapod_damage_s1 --out demo_output
 
-test: venv
+test: venv tsid-venv
 	$(BIN)/python -m pytest -q test
 
 clean:
