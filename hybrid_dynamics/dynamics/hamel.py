@@ -130,10 +130,13 @@ class HamelDirect(ModularEngine):
         tree = self.data.compile(morphology)
         coords = _Coordinates(self.data, tree.q_index, tree.v_index, tree.locked)
         groups = [np.flatnonzero(tree.group == g) for g in range(tree.ngroups)]
-        cols = {}
+        cols = {}                                           # local columns of l and its ancestors
+        parent = tree.parent.tolist()
         for bodies in groups:
-            for l in bodies:
-                cols[l] = np.flatnonzero(tree.anc[bodies, l])  # local columns: l and its ancestors
+            first = int(bodies[0])                          # a group is contiguous (depth-first order)
+            for l in bodies.tolist():
+                p = parent[l]
+                cols[l] = (cols[p] if p > 0 else []) + [l - first]
         classes = schur_classes(tree.group[1:])
         return tree, coords, groups, cols, classes
 

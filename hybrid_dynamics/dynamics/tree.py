@@ -116,9 +116,9 @@ class TreeArrays:
     names: List[str]
     tips: List[TipFrame]
 
-    def finish(self) -> None:
-        self.anc = _ancestors(self.parent)
-        self.group = _groups(self.parent)
+    def finish(self, anc=None, group=None) -> None:
+        self.anc = _ancestors(self.parent) if anc is None else anc
+        self.group = _groups(self.parent) if group is None else group
         self.ngroups = int(self.group.max()) + 1 if self.n else 0
         self.depth = np.zeros(self.n + 1, dtype=int)
         for b in range(1, self.n + 1):
@@ -255,7 +255,12 @@ class CompiledTree(TreeArrays):
                                       hostp[t.body] + hostR[t.body] @ t.p))
         self.q_index = np.concatenate([np.arange(7), 6 + keep_a[1:]])
         self.v_index = np.concatenate([np.arange(6), 5 + keep_a[1:]])
-        self.finish()
+        # ancestry among the kept bodies is the healthy one restricted (a merged body's children
+        # hang off its own ancestor); groups keep their order, renumbered without gaps
+        group = data.group[keep_a].copy()
+        if self.n:
+            group[1:] = np.unique(group[1:], return_inverse=True)[1]
+        self.finish(data.anc[np.ix_(keep_a, keep_a)], group)
 
     @property
     def nq(self) -> int:
