@@ -1,0 +1,57 @@
+"""Closed chains (hybrid_biped): the QP in the projected form of NOTES-001 section 2.6.
+
+Checked with the tree's own dynamics (Pinocchio RNEA on the spanning tree) and the loop
+kinematics: the full acceleration a = G_f dv_m + drift closes the loops, and
+G_f^T (M a + h - J^T f) = (0, tau_actuated) - the base rows vanish and the actuated rows are
+the output actuator forces, which respect the ball-screw limits."""
+import numpy as np
+import pinocchio as pin
+
+from hybrid_dynamics.control import References, WholeBodyController
+from hybrid_dynamics.control.references import OrientationTarget, Target
+from hybrid_dynamics.dynamics.closed_chain import LoopClosureKinematics
+from hybrid_dynamics.model.robot import load_robot
+
+
+def test_hybrid_biped_projected_dynamics():
+    robot = load_robot("hybrid_biped")
+    m = robot.model
+    kin = LoopClosureKinematics(robot)
+    ctrl = WholeBodyController(robot)
+    q = robot.q_stand.copy()
+    d = m.createData()
+    pin.framesForwardKinematics(m, d, q)
+    pin.centerOfMass(m, d, q)
+    rng = np.random.default_rng(2)
+    checked = 0
+    for k in range(6):
+        # a consistent velocity: random base and actuated rates through the projection
+        G, _ = kin.projection(q)
+        v = G @ (0.1 * rng.standard_normal(G.shape[1]))
+        stance = {"l_sole": True, "r_sole": k % 3 != 2}
+        refs = References(com=Target(d.com[0] + 0.01 * rng.standard_normal(3)),
+                          base_orientation=OrientationTarget([0, 0, 0, 1]),
+                          swing_feet={"r_sole": Target(d.oMf[m.getFrameId("r_sole")].translation + [0, 0, 0.02])})
+        out = ctrl.update(q, v, stance, refs)
+        assert not out.fallback, out.status
+        G, drift = kin.projection(q, v)
+        a = G @ out.dv + drift
+        loops = kin.compute(q, v)
+        assert np.abs(loops.J @ a + loops.drift_acc).max() < 1e-6 * max(1.0, np.abs(a).max())
+        tau_tree = pin.rnea(m, pin.Data(m), q, v, a)
+        pin.computeJointJacobians(m, d, q)
+        pin.updateFramePlacements(m, d)
+        for c in robot.contacts:
+            fid = m.getFrameId(c.frame)
+            J = pin.getFrameJacobian(m, d, fid, pin.LOCAL_WORLD_ALIGNED)
+            R = d.oMf[fid].rotation
+            for p, f in zip(c.points, out.point_forces[c.frame]):
+                tau_tree -= (J[:3] - pin.skew(R @ p) @ J[3:]).T @ f
+        proj = G.T @ tau_tree
+        scale = max(1.0, np.abs(proj).max(), np.abs(out.tau_vector).max())
+        assert np.abs(proj[:6]).max() < 1e-6 * scale
+        assert np.allclose(proj[6:], out.tau_vector, atol=1e-6 * scale)
+        assert out.actuator_forces and set(out.actuator_forces) == set(robot.actuated_joints)
+        assert np.all(np.abs(out.tau_vector) <= kin.force_limits() * (1 + 1e-6))
+        checked += 1
+    assert checked == 6
