@@ -214,7 +214,8 @@ class Formulation:
         self.tasks = [ComTask(tc["com"]), BasePositionTask(tc["base_position"]),
                       BaseOrientationTask(tc["base_orientation"]), SwingFootTask(tc["swing_foot"]),
                       PostureTask(tc["posture"], self.joints), MomentumTask(tc["momentum"]),
-                      ForceRegularizationTask(tc["force_regularization"])]
+                      ForceRegularizationTask(tc["force_regularization"],
+                                              surfaces=any(c.kind == "surface" for c in self.contacts))]
         cc, lc = config["contacts"], config["limits"]
         self.constraints: List = [FloatingBaseDynamics(), ContactAcceleration(cc["kd"]),
                                   FrictionCone(cc["cone_facets"], cc["cone_approximation"])]

@@ -28,20 +28,25 @@ from .base import Task
 class ForceRegularizationTask(Task):
     name = "force_regularization"
 
-    def __init__(self, config: dict):
+    def __init__(self, config: dict, surfaces: bool = True):
         super().__init__(config)
         wrench = config.get("surface_wrench_weights")
         self.wrench_weights = None if wrench is None else np.asarray(wrench, float).reshape(6)
         self.W2 = np.asarray(config.get("axis_weights", [1.0, 1.0, 1.0]), float).reshape(3) ** 2
         self.eps = float(config.get("hessian_regularization", 0.0))
-        self.constant_hessian = self.wrench_weights is None
+        # the wrench form changes with the sole orientation; without soles it is never used
+        self.constant_hessian = self.wrench_weights is None or not surfaces
         self._G = {}
+        self._diags = {}
 
     def active(self, refs) -> bool:
         return self.weight > 0.0 or self.eps > 0.0
 
     def _diag(self, layout) -> np.ndarray:
-        return self.weight * np.tile(self.W2, layout.nf_stance // 3) + self.eps
+        d = self._diags.get(id(layout))
+        if d is None:
+            d = self._diags[id(layout)] = self.weight * np.tile(self.W2, layout.nf_stance // 3) + self.eps
+        return d
 
     def add_hessian(self, H, layout) -> None:
         idx = layout.f_stance_diag
@@ -74,7 +79,7 @@ class ForceRegularizationTask(Task):
         w = self.weight
         share = layout.mass * 9.81 / (layout.nf_stance // 3)
         idx = layout.f_stance_diag
-        diag = self._diag(layout)
+        diag = self._diag(layout).copy()
         wW = w * np.tile(self.W2, layout.nf_stance // 3)
         f_ref = self._f_ref(layout, refs, share)
         for i in layout.stance_contacts:
