@@ -156,8 +156,6 @@ class ScenarioRun:
             reason = self._loop()
         except KeyboardInterrupt:
             reason = "interrupted (Ctrl-C)"
-        except InputError:
-            raise
         except Exception as exc:     # a crash part-way: keep what was recorded and say why
             reason = f"error: {type(exc).__name__}: {exc}"
             error = traceback.format_exc()

@@ -68,9 +68,8 @@ def wave(hips: Mapping[str, Sequence[float]], slot: float = 0.4, shift_fraction:
     """One leg at a time; ``hips`` maps each walking leg to its hip (x, y) in the base frame."""
     order = wave_order(hips)
     n = len(order)
-    if n < 3:
-        raise InputError(f"a statically stable gait needs at least 3 walking legs, not {n}")
-    if n == 3:   # on three legs the robot can stand, not walk statically: every foot stays down
+    if n <= 3:   # on three legs the robot can stand, not walk statically: every foot stays down
+        # (fewer than three cannot even stand; all that is left is to keep every foot down)
         return GaitPattern("stand", slot * n, tuple((leg, 0.0) for leg in order), 0.0, True, 1.0)
     offsets = tuple((leg, (k + shift_fraction) / n) for k, leg in enumerate(order))
     return GaitPattern("wave", slot * n, offsets, (1.0 - shift_fraction) / n, True, shift_fraction)

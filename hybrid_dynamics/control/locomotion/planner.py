@@ -37,6 +37,7 @@ class LocomotionConfig:
     wave_period: float = 1.6            # s, a wave cycle (one slot per walking leg)
     shift_fraction: float = 0.5         # of a wave slot, every foot down while the body shifts
     max_splay: float = 0.5              # rad, how far a damaged robot may turn a leg about its hip
+    max_shift: float = 0.1              # m, largest body offset from the nominal frame (leg reach)
     stability_margin: float = 0.02      # m, CoM inside the support polygon
     settle_time: float = 0.4            # s after a morphology change before the new gait starts
     landing_time: float = 0.12          # s for a foot in the air at a morphology change to land
@@ -205,7 +206,7 @@ class LocomotionPlanner:
         if not pattern.static or len(legs) < 4:
             return
         import itertools
-        grid = np.linspace(-self.config.max_splay, self.config.max_splay, 5)
+        grid = np.linspace(-self.config.max_splay, self.config.max_splay, 5 if len(legs) <= 4 else 3)
         frames = [self.frame_of[leg] for leg in legs]
         hips = [np.append(self.hips[leg], 0.0) for leg in legs]
         rel = [self.nominal0[f] - h for f, h in zip(frames, hips)]
@@ -275,6 +276,9 @@ class LocomotionPlanner:
             target = project(np.zeros(2), Aa, bb)
             if np.all(Aa @ target <= bb + 1e-6):
                 break
+        norm = float(np.linalg.norm(target))
+        if norm > self.config.max_shift:
+            target = target * (self.config.max_shift / norm)
         self.offset_from = self.offset.copy()
         self.offset_to = target
         self.offset_window = (t_from, t_to)
