@@ -35,3 +35,19 @@ def test_torques_agree_with_tsid(name, tol):
     other = WholeBodyController(robot, dict(tp.SAME_PROBLEM, tasks={"posture": {"weight": 10.0}}))
     tau_other = np.array(tp.run_ours(other, states[:5])["tau"])
     assert np.abs(tau_other - tau_tsid[:5]).max() > 10 * tol
+
+
+def test_bench_controller_command(cli):
+    """``hybrid-dynamics bench controller --robot solo12 --json``: percentiles of both, the
+    ratio and the torque agreement (no wall-clock assertion)."""
+    import json
+    proc = cli("bench", "controller", "--robot", "solo12", "--cycles", "60", "--json")
+    assert proc.returncode == 0, proc.stderr
+    r = json.loads(proc.stdout)
+    assert r["robot"] == "solo12" and r["ours"]["fallbacks"] == 0
+    for key in ("p50_ms", "p99_ms", "max_ms"):
+        assert r["ours"][key] > 0 and r["tsid"][key] > 0
+    assert r["ratio_p50"] == round(r["ours"]["p50_ms"] / r["tsid"]["p50_ms"], 2)
+    assert r["torque_max_abs_diff"] < 1e-5
+    bad = cli("bench", "controller", "--robot", "nosuchrobot", "--no-tsid")
+    assert bad.returncode == 2 and "unknown robot" in bad.stderr
