@@ -126,6 +126,8 @@ class WholeBodyController:
         lay = None
         for s in range(samples):
             qf = pin.randomConfiguration(model, np.maximum(lo, -3.0), np.minimum(hi, 3.0))
+            if self.projection is not None:      # loops must stay closed: the standing pose
+                qf = self.robot.q_stand.copy()
             q = qf if f.mmap is None else f.mmap.reduce_q(qf)
             v = rng.standard_normal(f.state.nv)
             refs = References(com=Target(rng.standard_normal(3)), base_position=Target(rng.standard_normal(3)),
@@ -152,7 +154,11 @@ class WholeBodyController:
         if not (np.isfinite(q).all() and np.isfinite(v).all()):
             return self._fallback(q, v, t0, 0.0, "non-finite state", infeasible=False)
         st = f.stance_tuple(stance)
-        lay = f.build(q, v, st, refs)
+        try:
+            lay = f.build(q, v, st, refs)
+        except (RuntimeError, ValueError, ArithmeticError, np.linalg.LinAlgError) as exc:
+            # e.g. a closed linkage at a singularity (closed_chain.SingularLinkage)
+            return self._fallback(q, v, t0, 0.0, f"model update: {exc}", infeasible=False)
         if self._warm is not None:
             lay.x = self._mapped_start(lay)
             self._warm = None
