@@ -38,6 +38,7 @@ DEFAULTS: Dict[str, Any] = {
         "torque_scale": 1.0,
         "joints": True,               # position and velocity limits -> acceleration bounds
         "position_horizon": 0.05,     # s: q + v T + a T^2 / 2 stays inside the limits
+        "velocity_horizon": 0.02,     # s: v + a T_v stays inside the velocity limits
         "max_joint_acceleration": 500.0,   # rad/s^2, also the bound when a limit is absent
         "slack_weight": 1.0e4,        # weight of the slack that softens infeasible bounds
     },

@@ -223,7 +223,7 @@ class Formulation:
             self.constraints.append(ActuationLimits(self.joints.tau_max))
         if lc["joints"]:
             self.constraints.append(JointLimits(self.joints, config["dt"], lc["position_horizon"],
-                                                lc["max_joint_acceleration"]))
+                                                lc["max_joint_acceleration"], lc["velocity_horizon"]))
         self.slack_weight = float(lc["slack_weight"])
         self.frame_index = {c.frame: i for i, c in enumerate(self.contacts)}
         self.layouts: Dict[tuple, Layout] = {}

@@ -1,9 +1,10 @@
 """Joint position and velocity limits turned into joint acceleration bounds.
 
-Over the control period ``dt`` and a position horizon ``T`` (longer than ``dt``, so the robot
-brakes before a stop instead of hitting it):
+Over a velocity horizon ``T_v`` and a position horizon ``T`` (both at least the control
+period ``dt``; longer, so that the robot brakes before a stop instead of hitting it, and a
+joint already over its speed limit is slowed down over ``T_v`` rather than in one cycle):
 
-    velocity:  (v_min - v) / dt          <= a <= (v_max - v) / dt
+    velocity:  (v_min - v) / T_v         <= a <= (v_max - v) / T_v
     position:  2 (q_min - q - v T) / T^2 <= a <= 2 (q_max - q - v T) / T^2
     and        |a| <= a_max.
 
@@ -24,9 +25,9 @@ class JointLimits(Constraint):
     name = "joint_limits"
     soft = True
 
-    def __init__(self, joints, dt: float, horizon: float, a_max: float):
+    def __init__(self, joints, dt: float, horizon: float, a_max: float, velocity_horizon: float = 0.0):
         self.joints = joints
-        self.dt = float(dt)
+        self.dt = max(float(dt), float(velocity_horizon))
         self.T = max(float(horizon), float(dt))
         self.a_max = float(a_max)
 
