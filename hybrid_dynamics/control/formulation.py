@@ -25,7 +25,7 @@ the floating-base dynamics to machine precision whatever the solver's tolerance.
 """
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Sequence
 
 import numpy as np
 
@@ -143,8 +143,6 @@ class Layout:
                 self.swing_rows.extend(range(r, r + k))
             r += k
         self.swing_rows = np.array(self.swing_rows, int)
-        # per-contact force rows of x, for the output
-        self.point_rows = {}
         # constraint blocks
         self.eq_blocks, self.in_blocks = [], []
         neq = nin = 0
