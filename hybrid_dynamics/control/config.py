@@ -22,7 +22,8 @@ DEFAULTS: Dict[str, Any] = {
     "solver": "proxsuite",            # proxsuite (dense) | osqp (sparse, fixed pattern)
     "dt": 0.001,                      # control period: joint limits -> acceleration bounds
     "regularization": 1e-6,           # weight on ||dv||^2 (keeps the Hessian definite)
-    "solver_settings": {"eps_abs": 1e-7, "max_iter": 1000},
+    "solver_settings": {"eps_abs": 1e-7, "max_iter": 1000, "max_iter_in": 1500,
+                        "eps_infeasible": 1e-8},     # ProxQP infeasibility tolerance (default 1e-4 misfires)
     "contacts": {
         "normal": [0.0, 0.0, 1.0],    # world contact normal (flat ground)
         "friction": None,             # None: the robot manifest's friction coefficient

@@ -51,7 +51,7 @@ class ControlOutput:
     status: str
     solve_time: float                           # s, QP solve(s) only
     fallback: bool
-    infeasible: bool
+    infeasible: bool                            # the hard QP was not solved this cycle
     relaxed: bool = False                       # joint limits softened by slacks
     cycle_time: float = 0.0                     # s, the whole update
     point_forces: Dict[str, np.ndarray] = field(default_factory=dict)   # frame -> (k, 3)
@@ -165,7 +165,7 @@ class WholeBodyController:
         t1 = time.perf_counter()
         res = self._solve(lay)
         relaxed = False
-        infeasible = res.infeasible
+        infeasible = not res.ok        # the hard QP was not solved (infeasible or no convergence)
         x = res.x
         if not res.ok and len(lay.soft_rows):
             sp = self._slack.get(lay.key)

@@ -52,6 +52,8 @@ class ProxsuiteSolver(QPSolver):
     def __init__(self, settings: dict):
         self.eps_abs = float(settings.get("eps_abs", 1e-7))
         self.max_iter = int(settings.get("max_iter", 1000))
+        self.max_iter_in = int(settings.get("max_iter_in", 1500))
+        self.eps_inf = float(settings.get("eps_infeasible", 1e-8))
         self.rank_tol = 1e-9
         self.qps = {}
         self.reductions = {}
@@ -73,8 +75,9 @@ class ProxsuiteSolver(QPSolver):
         s.eps_rel = 0.0
         s.max_iter = self.max_iter
         s.verbose = False
-        s.eps_primal_inf = 1e-10       # the default (1e-4) calls ill-conditioned QPs infeasible
-        s.eps_dual_inf = 1e-10
+        s.max_iter_in = self.max_iter_in   # bounded work when the QP is infeasible
+        s.eps_primal_inf = self.eps_inf    # the default (1e-4) calls ill-conditioned QPs infeasible
+        s.eps_dual_inf = self.eps_inf
         qp.init(H, g, A, b, C, l, u)
         if x0 is not None:
             s.initial_guess = proxsuite.proxqp.InitialGuess.WARM_START
