@@ -41,7 +41,7 @@ import numpy as np
 
 from .engine import ModularEngine, _Coordinates
 from .hamel import GRAVITY, _cross, _vee3
-from .lie import quat_to_rot, rot_axis, skew
+from .lie import quat_to_rot, skew
 
 
 def _c3(a, b) -> np.ndarray:
@@ -97,18 +97,7 @@ class DeNOC(ModularEngine):
         n = t.n
         k = _Kin()
         Rb = quat_to_rot(q[3:7])
-        R = np.empty((n + 1, 3, 3))
-        o = np.empty((n + 1, 3))
-        R[0], o[0] = Rb, q[:3]
-        th = q[7:]
-        for b in range(1, n + 1):
-            par = t.parent[b]
-            if t.kind[b] == 0:
-                Rl, pl = t.R0[b] @ rot_axis(t.axis[b], th[b - 1]), t.p0[b]
-            else:
-                Rl, pl = t.R0[b], t.p0[b] + t.R0[b] @ (t.axis[b] * th[b - 1])
-            R[b] = R[par] @ Rl
-            o[b] = o[par] + R[par] @ pl
+        R, o = t.link_poses(q[7:], Rb, q[:3])
         e = np.einsum("nij,nj->ni", R, t.axis)
         pk = np.zeros((n + 1, 6))
         rev = t.kind == 0

@@ -45,7 +45,7 @@ from typing import List, Optional
 import numpy as np
 
 from .engine import _R6, _R7, ModularEngine, _Coordinates, tree_data
-from .lie import Ad, Ad_inv, ad, force_cross, quat_to_rot, rot_axis, skew, skew_b
+from .lie import Ad, Ad_inv, ad, force_cross, quat_to_rot, skew, skew_b
 
 GRAVITY = np.array([0.0, 0.0, -9.81])
 
@@ -147,18 +147,7 @@ class HamelDirect(ModularEngine):
     def _fk(self, q):
         t = self.tree
         n = t.n
-        R = np.empty((n + 1, 3, 3))
-        p = np.empty((n + 1, 3))
-        R[0], p[0] = np.eye(3), 0.0
-        th = q[7:]
-        for b in range(1, n + 1):
-            par = t.parent[b]
-            if t.kind[b] == 0:
-                Rl, pl = t.R0[b] @ rot_axis(t.axis[b], th[b - 1]), t.p0[b]
-            else:
-                Rl, pl = t.R0[b], t.p0[b] + t.R0[b] @ (t.axis[b] * th[b - 1])
-            R[b] = R[par] @ Rl
-            p[b] = p[par] + R[par] @ pl
+        R, p = t.link_poses(q[7:], np.eye(3), np.zeros(3))
         xi = np.zeros((n + 1, 6))
         Mbb = np.empty((n + 1, 6, 6))
         Mbb[0] = t.I6[0]
@@ -542,22 +531,7 @@ class HamelFast(ModularEngine):
             M[:, d] = 0.0
             M[d, d] = 1.0
             r[d] = 0.0
-        S = M[:6, :6].copy()
-        rb = r[:6].copy()
-        parts = []
-        for idx in self._classes:
-            D = M[idx[:, :, None], idx[:, None, :]]
-            Bt = M[idx, :6]
-            Y = np.linalg.solve(D, np.concatenate([Bt, r[idx][:, :, None]], axis=2))
-            S -= np.einsum("bsi,bsj->ij", Bt, Y[:, :, :6])
-            rb -= np.einsum("bsi,bs->i", Bt, Y[:, :, 6])
-            parts.append((idx, Y))
-        x = np.empty_like(r)
-        xb = np.linalg.solve(S, rb)
-        x[:6] = xb
-        for idx, Y in parts:
-            x[idx] = Y[:, :, 6] - Y[:, :, :6] @ xb
-        return x
+        return arrowhead_solve(M, r, self._classes)
 
     def _full(self, x):
         if self._healthy:

@@ -131,6 +131,22 @@ class TreeArrays:
         self.mass = self.I6[:, 0, 0].copy()
         self.modules = _modules(self.parent)
 
+    def link_poses(self, th: np.ndarray, R_base: np.ndarray, p_base: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+        """Orientation (n+1, 3, 3) and origin (n+1, 3) of every body frame, outward from the
+        base pose (R_base, p_base), for joint positions ``th`` (product of exponentials)."""
+        R = np.empty((self.n + 1, 3, 3))
+        p = np.empty((self.n + 1, 3))
+        R[0], p[0] = R_base, p_base
+        for b in range(1, self.n + 1):
+            par = self.parent[b]
+            if self.kind[b] == 0:
+                Rl, pl = self.R0[b] @ rot_axis(self.axis[b], th[b - 1]), self.p0[b]
+            else:
+                Rl, pl = self.R0[b], self.p0[b] + self.R0[b] @ (self.axis[b] * th[b - 1])
+            R[b] = R[par] @ Rl
+            p[b] = p[par] + R[par] @ pl
+        return R, p
+
 
 class TreeData(TreeArrays):
     """The healthy robot as arrays (see the module docstring)."""
