@@ -25,7 +25,7 @@ State transfer across a change (:meth:`MorphologyMap.transfer`), the documented 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Dict, List, Mapping, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 import pinocchio as pin
