@@ -14,8 +14,10 @@ taken the other way). alpha * dt and beta * dt must stay below 1; alpha * dt = 1
 step per cycle. The paper uses alpha = 1, beta = 1000; our default alpha = 100 keeps the
 closure error of a fast motion under 1e-6 (Euler drift grows like dt^2 |theta_ddot| / alpha).
 
-Each update returns the estimate at the measurement time: positions theta_k (the actuated
-ones replaced by the measurement) and the constraint-consistent velocities
+Each update returns the estimate at the measurement time: positions theta_k with the
+actuated ones replaced by the measurement and the passive ones moved to first order with
+them (theta_u,k + J_m (theta_a_meas - theta_a,k): at a control rate below 1 kHz the actuators
+move between cycles and the prediction lags a fast transient), and the constraint-consistent velocities
 [J_m v_a_meas; v_a_meas]. The conditioning of J_lu is watched (LAPACK rcond): near a
 singularity, when a measured actuator leaves its stroke (with ``stroke_margin``), or when
 the measured actuators cannot close the loops (outside the workspace: checked by a Newton
@@ -29,7 +31,6 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence
 
 import numpy as np
-import pinocchio as pin
 
 from ..dynamics.closed_chain import LoopClosureKinematics
 
@@ -160,6 +161,9 @@ class PassiveStateEstimator:
         v[kin.iu] = Jm @ v_a
         q_out = th.copy()
         q_out[kin.qa] = q_a
+        # first-order completion at the measurement: the passive joints follow the actuators'
+        # offset from the prediction through J_m (closure error second order in the offset)
+        q_out[kin.qu] += Jm @ (q_a - th[kin.qa])
         est = PassiveEstimate(q_out, v.copy(), residual, rcond, True)
         # stabilised passive velocity (eq. 37) and Euler step (eq. 40)
         vu = Jm @ va_k - self.alpha * kin._solve(fac, st.error) if st.error.size else Jm @ va_k

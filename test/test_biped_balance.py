@@ -1,0 +1,115 @@
+"""hybrid_biped standing and shifting its weight in MuJoCo under the QP controller
+(scenario config/scenarios/hybrid_biped_balance.yaml, shortened): the controller sees only the
+12 actuators and the IMU; the 32 passive joints come from the passive-state estimator and are
+checked against MuJoCo's own passive joints, the CoM (Pinocchio on MuJoCo's configuration)
+against the support polygon of MuJoCo's sole corners, the actuator forces against the
+ball-screw limits. Standing still at the end, the quasi-static wrench estimate from the
+actuator forces MuJoCo applied recovers the robot's weight and MuJoCo's contact forces."""
+import numpy as np
+import pinocchio as pin
+import pytest
+from scipy.spatial import ConvexHull
+
+from hybrid_dynamics.control.balance import WeightShift, run_balance
+from hybrid_dynamics.estimation.wrench import WrenchEstimator
+from hybrid_dynamics.model.robot import load_robot
+from hybrid_dynamics.sim.plant import ImuNoise, Plant
+from hybrid_dynamics.sim.scenario import load_scenario
+
+SHIFT = WeightShift(stand=1.0, amplitude=0.06, period=3.0, cycles=2)   # left foot, then right
+DURATION = SHIFT.end + 1.5                                               # and 1.5 s still
+
+
+@pytest.fixture(scope="module")
+def run():
+    sc = load_scenario("hybrid_biped_balance")
+    assert sc.robot == "hybrid_biped" and sc.control_rate == 200.0
+    robot = load_robot(sc.robot)
+    plant = Plant(robot, noise=ImuNoise.from_dict(sc.sensors), seed=sc.seed)
+    m = robot.model
+    d = m.createData()
+    fids = [m.getFrameId(c.frame) for c in robot.contacts]
+
+    def observe(plant, out):
+        q = plant.q()
+        pin.framesForwardKinematics(m, d, q)
+        com = pin.centerOfMass(m, d, q).copy()
+        corners = np.vstack([d.oMf[f].translation + c.points @ d.oMf[f].rotation.T
+                             for f, c in zip(fids, robot.contacts)])
+        hull = ConvexHull(corners[:, :2])
+        margin = -np.max(hull.equations[:, :2] @ com[:2] + hull.equations[:, 2])
+        return {"q": q, "v": plant.v(), "com": com, "margin": margin, "effort": plant.joint_states()[3],
+                "contact_fz": plant.total_normal_force()}
+
+    log = run_balance(plant, robot, DURATION, rate=sc.control_rate, controller=sc.controller, shift=SHIFT,
+                      observe=observe, keep_outputs=True)
+    return robot, plant, log
+
+
+def test_stands_and_shifts_weight_with_com_inside_the_support_polygon(run):
+    robot, plant, log = run
+    obs = log.observed
+    z = np.array([o["q"][2] for o in obs])
+    tilt = np.array([np.degrees(np.abs(pin.rpy.matrixToRpy(pin.Quaternion(o["q"][6], *o["q"][3:6])
+                                                           .toRotationMatrix())[:2]).max()) for o in obs])
+    com = np.array([o["com"] for o in obs])
+    margin = np.array([o["margin"] for o in obs])
+    ref = np.array([out.com_reference for out in log.outputs])
+    print(f"base height {z.min():.4f}..{z.max():.4f} m, tilt max {tilt.max():.2f} deg, CoM y "
+          f"{com[:, 1].min():+.4f}..{com[:, 1].max():+.4f} m, support margin min {100 * margin.min():.2f} cm, "
+          f"CoM tracking max {1e3 * np.abs(com[:, 1] - ref[:, 1]).max():.1f} mm")
+    assert z.min() > 0.95 * z[0] and tilt.max() < 3.0                      # no fall
+    assert margin.min() > 0.02                                            # CoM 2 cm inside, always
+    # the weight went over each foot (the soles span |y| 0.045..0.155 m) and came back
+    y0 = com[0, 1]
+    assert com[:, 1].max() - y0 > 0.05 and y0 - com[:, 1].min() > 0.05
+    assert np.abs(com[-1, 1] - y0) < 0.003
+    assert np.abs(com[:, 1] - ref[:, 1]).max() < 0.005
+    assert not any(out.control.fallback for out in log.outputs)
+
+
+def test_passive_estimate_matches_mujoco_passive_joints(run):
+    robot, plant, log = run
+    kin = log.balance.kin
+    err = np.array([np.abs(out.passive.q[kin.qu] - o["q"][kin.qu]).max() for out, o in zip(log.outputs, log.observed)])
+    verr = np.array([np.abs(out.passive.v[kin.iu] - o["v"][kin.iu]).max() for out, o in zip(log.outputs, log.observed)])
+    print(f"passive joints vs MuJoCo: max {err.max():.2e} rad, p50 {np.median(err):.2e} rad; "
+          f"rates max {verr.max():.2e} rad/s")
+    assert all(out.passive.valid for out in log.outputs)
+    assert err.max() < 1e-3
+
+
+def test_actuator_forces_within_limits(run):
+    robot, plant, log = run
+    kin = log.balance.kin
+    F = np.array([out.control.tau_vector for out in log.outputs])
+    names = log.balance.controller.joint_names
+    assert sorted(names) == sorted(kin.actuated_joints)
+    limits = kin.force_limits()[[kin.actuated_joints.index(n) for n in names]]
+    print(f"actuator forces |F| max {np.abs(F).max():.0f} N (limit {limits.min():.0f} N)")
+    assert np.all(np.abs(F) <= limits * (1 + 1e-9))
+    # MuJoCo applied them unclipped: the plant's effort echo is the command
+    effort = np.array([o["effort"] for o in log.observed])
+    order = [plant.actuated_joints.index(n) for n in names]
+    assert np.allclose(effort[:, order], F, atol=1e-9)
+
+
+def test_wrench_estimate_recovers_the_weight_standing_still_in_mujoco(run):
+    robot, plant, log = run
+    kin = log.balance.kin
+    west = WrenchEstimator(robot, kin)
+    weight = robot.total_mass() * 9.81
+    totals, mujoco_fz = [], []
+    for out, o in list(zip(log.outputs, log.observed))[-40:]:           # the last 0.2 s, still
+        assert np.abs(o["v"][:6]).max() < 1e-2
+        # the estimated configuration (actuators + passive estimate + base estimate) and the
+        # actuator forces MuJoCo applied (its effort echo), in kin.actuated_joints order
+        tau = o["effort"][[plant.actuated_joints.index(n) for n in kin.actuated_joints]]
+        est = west.estimate(out.state.q, tau)
+        totals.append(sum(f[2] for f in est.foot_force.values()))
+        mujoco_fz.append(o["contact_fz"])
+    totals, mujoco_fz = np.array(totals), np.array(mujoco_fz)
+    print(f"weight {weight:.2f} N; wrench estimate {totals.min():.2f}..{totals.max():.2f} N; "
+          f"MuJoCo contact {mujoco_fz.min():.2f}..{mujoco_fz.max():.2f} N")
+    assert np.all(np.abs(totals / weight - 1) < 0.01)
+    assert np.all(np.abs(totals / mujoco_fz - 1) < 0.01)
