@@ -154,11 +154,19 @@ def _loop_of_row(spec: LoopSpec, row: int) -> LoopClosure:
     return spec.loops[-1]
 
 
-def load_mjcf_loops(path: str | Path, actuated: List[str] | None = None):
+def load_mjcf_loops(path: str | Path, actuated: List[str] | None = None, rows="all", q_ref=None):
     """(model, LoopSpec) from an MJCF file: the tree and its constraints through Pinocchio's MJCF
     parser (``buildModelAndConstraintsFromMJCF``; a ``<freejoint>`` is the free flyer), each ``<equality connect>`` a '3d' loop and each ``<equality weld>`` a
     '6d' loop between two sites (frames of the model). The actuated joints are those of the
-    ``<actuator>`` elements unless given."""
+    ``<actuator>`` elements unless given.
+
+    ``rows`` picks the constraint rows of each loop (MJCF has no constrained-axes field, and a
+    ``connect`` keeps 3 rows, which over-constrains a planar cut):
+      - ``"all"``: every row (3 per connect, 6 per weld), as MuJoCo states them;
+      - ``"rank"``: an independent subset, :func:`independent_rows` at ``q_ref`` (default the
+        model's neutral configuration, MJCF's qpos0, where the loops must be closed);
+      - a :class:`LoopSpec` (e.g. the loop YAML): each loop keeps the constrained axes of the
+        spec's loop between the same two frames."""
     import xml.etree.ElementTree as ET
     path = Path(path)
     try:
@@ -196,4 +204,49 @@ def load_mjcf_loops(path: str | Path, actuated: List[str] | None = None):
     for name in actuated:
         if not model.existJointName(name):
             raise InputError(f"actuated joint '{name}' is not in the model", file=str(path))
-    return model, LoopSpec(path, loops, list(actuated))
+    spec = LoopSpec(path, loops, list(actuated))
+    if isinstance(rows, LoopSpec):
+        axes = {frozenset((l.frame_a, l.frame_b)): (l.frame_a, l.axes) for l in rows.loops}
+        chosen = []
+        for loop in loops:
+            match = axes.get(frozenset((loop.frame_a, loop.frame_b)))
+            if match is None:
+                raise InputError(f"loop {loop.frame_a}-{loop.frame_b} is not in {rows.path}", file=str(path))
+            if match[0] != loop.frame_a:
+                raise InputError(f"loop {loop.frame_a}-{loop.frame_b} has its frames the other way round in "
+                                 f"{rows.path} (its axes are in frame_a)", file=str(path))
+            chosen.append(LoopClosure(loop.frame_a, loop.frame_b, match[1]))
+        spec.loops = chosen
+    elif rows == "rank":
+        spec = independent_rows(model, spec, pin.neutral(model) if q_ref is None else q_ref)
+    elif rows != "all":
+        raise ValueError(f"rows must be 'all', 'rank' or a LoopSpec, got {rows!r}")
+    return model, spec
+
+
+def independent_rows(model: pin.Model, spec: LoopSpec, q_ref: np.ndarray, tol: float = 1e-9) -> LoopSpec:
+    """The spec with, per loop, only rows that add to the rank of the rows kept so far (loops
+    in order, each loop's rows in order), judged at ``q_ref``: a planar cut loses its
+    out-of-plane row (identically zero), a row repeating another loop's constraint is dropped.
+    Rank by the singular values of the stacked rows, relative ``tol``."""
+    from ..dynamics.closed_chain import LoopClosureKinematics   # dynamics imports model: lazy
+    kin = LoopClosureKinematics(None, spec, model=model, q_ref=q_ref)
+    J = kin.compute(q_ref).J
+    scale = max(float(np.abs(J).max()), 1e-300) if J.size else 1.0
+    kept_rows = np.zeros((0, model.nv))
+    loops, r = [], 0
+    for loop in spec.loops:
+        axes = []
+        for a in loop.axes:
+            row = J[r]
+            r += 1
+            trial = np.vstack([kept_rows, row])
+            sv = np.linalg.svd(trial / scale, compute_uv=False)
+            if sv[-1] > tol:
+                kept_rows = trial
+                axes.append(a)
+        if not axes:
+            raise InputError(f"loop {loop.frame_a}-{loop.frame_b} adds no independent constraint at the "
+                             "reference configuration", file=str(spec.path))
+        loops.append(LoopClosure(loop.frame_a, loop.frame_b, tuple(axes)))
+    return LoopSpec(spec.path, loops, list(spec.actuated), dict(spec.transmissions))
