@@ -118,7 +118,7 @@ class ClosedChainBalance:
     def update(self, t: float, q_a: np.ndarray, v_a: np.ndarray, imu: ImuSample) -> BalanceOutput:
         """One cycle at time ``t`` from the actuated joints (``robot.actuated_joints`` order)."""
         t0 = time.perf_counter()
-        est = self.passive.update(q_a, v_a)
+        est = self.passive.update(q_a, v_a, t=t)
         state = self.base.update(t, est.q[7:], est.v[6:], imu, self.stance)
         t1 = time.perf_counter()
         if self.t0 is None:            # hold where the robot stands, heading as it is

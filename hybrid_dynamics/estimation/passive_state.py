@@ -13,6 +13,9 @@ The sign makes the closure error obey e_dot = -alpha e (the paper writes +alpha 
 taken the other way). alpha * dt and beta * dt must stay below 1; alpha * dt = 1 is one Newton
 step per cycle. The paper uses alpha = 1, beta = 1000; our default alpha = 100 keeps the
 closure error of a fast motion under 1e-6 (Euler drift grows like dt^2 |theta_ddot| / alpha).
+Given the measurement time (``update(..., t=stamp)``) the Euler step is taken at the next
+update over the true interval, with alpha and beta capped at 1/dt: the estimator then runs at
+whatever rate the joint states arrive (a ROS pipeline at 250 Hz, a 200 Hz control loop).
 
 Each update returns the estimate at the measurement time: positions theta_k with the
 actuated ones replaced by the measurement and the passive ones moved to first order with
@@ -75,6 +78,7 @@ class PassiveStateEstimator:
         self.theta: Optional[np.ndarray] = None     # internal q (nq)
         self.last_valid: Optional[PassiveEstimate] = None
         self._v = np.zeros(self.kin.nv)
+        self._pending = None                        # Euler step waiting for the next stamp
 
     @property
     def actuated_joints(self) -> List[str]:
@@ -108,8 +112,14 @@ class PassiveStateEstimator:
 
     # ------------------------------------------------------------------ cycle
     def update(self, q_a: np.ndarray, v_a: np.ndarray, q_base: Optional[np.ndarray] = None,
-               v_base: Optional[np.ndarray] = None) -> PassiveEstimate:
+               v_base: Optional[np.ndarray] = None, t: Optional[float] = None) -> PassiveEstimate:
+        """One cycle. With the measurement time ``t`` (s) the Euler step uses the time since
+        the previous measurement (the gains capped so that alpha dt <= 1, beta dt <= 1), so
+        the estimator runs at any message rate; without it, the constructor's ``dt``."""
         kin = self.kin
+        if self._pending is not None:          # the previous cycle's Euler step, now dt is known
+            self._advance(self._pending, None if t is None else float(t))
+            self._pending = None
         q_a = np.asarray(q_a, dtype=float)
         v_a = np.asarray(v_a, dtype=float)
         if not (np.all(np.isfinite(q_a)) and np.all(np.isfinite(v_a))):
@@ -132,8 +142,6 @@ class PassiveStateEstimator:
             self.theta = th = q
         if q_base is not None:
             th[:7] = q_base
-        # corrected actuated velocity (eq. 38)
-        va_k = v_a + self.beta * (q_a - th[kin.qa])
         st = kin.compute(th)
         residual = float(np.max(np.abs(st.error))) if st.error.size else 0.0
         fac = kin._factor(st.J)
@@ -165,12 +173,31 @@ class PassiveStateEstimator:
         # offset from the prediction through J_m (closure error second order in the offset)
         q_out[kin.qu] += Jm @ (q_a - th[kin.qa])
         est = PassiveEstimate(q_out, v.copy(), residual, rcond, True)
-        # stabilised passive velocity (eq. 37) and Euler step (eq. 40)
-        vu = Jm @ va_k - self.alpha * kin._solve(fac, st.error) if st.error.size else Jm @ va_k
-        th[kin.qu] += self.dt * vu
-        th[kin.qa] += self.dt * va_k
+        # stabilised passive velocity (eq. 37) and Euler step (eq. 40): with a time stamp the
+        # step is taken at the next update, over the true interval
+        corr = kin._solve(fac, st.error) if st.error.size else np.zeros(kin.n_pas)
+        step = (Jm, v_a.copy(), q_a - th[kin.qa], corr, t)
+        if t is None:
+            self._advance(step, None)
+        else:
+            self._pending = step
         self.last_valid = est
         return est
+
+    def _advance(self, step, t_next: Optional[float]) -> None:
+        """theta += dt [J_m va_k - alpha J_lu^-1 e; va_k], va_k = v_a + beta (theta_a_meas -
+        theta_a) (eqs. 37-40); dt from the stamps when both are known, gains capped at 1/dt."""
+        Jm, v_a, err_a, corr, t = step
+        dt = self.dt
+        if t is not None and t_next is not None:
+            dt = min(max(t_next - t, 0.0), 0.1)
+        if dt <= 0.0:
+            return
+        alpha, beta = min(self.alpha, 1.0 / dt), min(self.beta, 1.0 / dt)
+        va_k = v_a + beta * err_a
+        th, kin = self.theta, self.kin
+        th[kin.qu] += dt * (Jm @ va_k - alpha * corr)
+        th[kin.qa] += dt * va_k
 
     def update_named(self, positions: Dict[str, float], velocities: Dict[str, float], **kw) -> PassiveEstimate:
         """Like :meth:`update`, with actuated joints matched by name (every one required)."""
