@@ -48,9 +48,14 @@ def test_config_rejects_unknown_settings(robot):
         DamageDetectorConfig.from_dict({"treshold": 3})
 
 
-@pytest.mark.parametrize("scenario, legs", [("hexapod_damage_s1", {"leg3 lost", "leg4 lost"})])
+@pytest.mark.parametrize("scenario, legs", [
+    ("hexapod_damage_s1", {"leg3 lost", "leg4 lost"}),
+    # stumps lose their feet while swinging, a femur locks in the air: the swing-leg joint test
+    ("hexapod_damage_s2", {"leg4 lost links 2..", "leg5 lost links 2.."}),
+    ("hexapod_locked_joint", {"leg1: leg1_femur_joint locked at -0.594 rad"}),
+])
 def test_undeclared_damage_is_detected_within_half_a_second(tmp_path, scenario, legs):
-    run = ScenarioRun(load_scenario(scenario), tmp_path, duration=5.0, undeclared=True,
+    run = ScenarioRun(load_scenario(scenario), tmp_path, duration=4.5, undeclared=True,
                       progress=False, bag=False, plots=False)
     s = run.run()
     assert s["completed"] and not s["fell"], s["stopped"]

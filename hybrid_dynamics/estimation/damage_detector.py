@@ -26,6 +26,18 @@ removal from the sum best explains ``e`` (``min_k |e + J_base,k^T f_k|``) is the
 ``|e|`` is compared with a threshold (force and moment rows weighted by a length, so one
 number) for ``persistence`` seconds before a leg is declared.
 
+**Swing-leg joint test.** A leg in its planned swing carries no foot force, so each of its
+joint rows of ``r`` must vanish: over healthy walking they stay under ~2e-3 N m. A joint that
+cannot follow its torque (a locked joint, or a lost link whose dead motor is still commanded
+and whose encoder is frozen) shows its constraint torque there: ~0.05 N m for a femur locked
+in the air, ~0.6 N m for a stump (jethexa). Such a constraint torque is internal to the leg, so
+the base rows do not see it and ``|e|`` stays small (a locked femur: < 1 N): the whole-robot
+test alone misses it, and a stump that loses its foot while swinging is otherwise only noticed
+when the robot falls onto it. A swing leg whose largest joint residual exceeds
+``swing_threshold`` for ``persistence`` is blamed if its encoders also show a frozen joint
+(below); an unexpected ground contact during swing moves every joint's residual but freezes
+none, so it is not taken for damage.
+
 **What happened to it** is read from the encoders over the last ``classify_window`` seconds:
 the leg's joints that stopped moving while the leg was commanded are the frozen ones; frozen
 trailing joints ``j..n`` mean links ``j..n`` are lost (``j = 1``: the whole leg); a single
@@ -54,9 +66,11 @@ class DamageDetectorConfig:
     switch_holdoff: float = 0.1        # s after a planned touchdown or lift-off without testing
     max_legs: int = 2                  # legs blamed at once (two lost together, as in S1)
     explain_ratio: float = 0.6         # the blamed leg must remove this fraction of |e| at least
-    classify_window: float = 0.15      # s of encoder history to find frozen joints
+    classify_window: float = 0.1       # s of encoder history to find frozen joints (at most)
+    frozen_span: float = 0.04          # s of encoder history since the onset needed (at least)
     frozen_speed: float = 0.02         # rad/s: a joint slower than this over the window is frozen
     holdoff: float = 0.3               # s after a morphology change before testing again
+    swing_threshold: float = 0.01      # N m, joint residual of a leg in planned swing (healthy < 2e-3)
 
     @classmethod
     def from_dict(cls, data: Optional[Mapping] = None) -> "DamageDetectorConfig":
@@ -115,6 +129,7 @@ class DamageDetector:
         self.vi = vi
         pos = {int(full): k for k, full in enumerate(vi)}
         self.legs = []
+        self.leg_frame: Dict[str, str] = {}
         for leg in self.map.legs:
             contact = next((c for c in self.map.contacts if c.leg == leg.name), None)
             cols = [m.joints[j].idx_v for j in leg.joints if m.joints[j].idx_v in pos]
@@ -122,6 +137,7 @@ class DamageDetector:
                 continue          # no foot left
             self.legs.append((leg.name, m.getFrameId(contact.frame), np.array(cols),
                               np.array([pos[c] for c in cols])))
+            self.leg_frame[leg.name] = contact.frame
         self.r = np.zeros(len(vi))
         self.integral = None
         self.t_prev = None
@@ -130,6 +146,8 @@ class DamageDetector:
         self.e = np.zeros(6)
         self._stance_prev = None
         self.testing = False
+        self.swing_above: Dict[str, float] = {}
+        self.swing_statistic = 0.0
 
     # ------------------------------------------------------------------ the cycle
     def update(self, t: float, q: np.ndarray, v: np.ndarray, tau: np.ndarray,
@@ -191,13 +209,16 @@ class DamageDetector:
         self.e = e
         self.statistic = float(np.linalg.norm(w * e))
         self.testing = t >= self.quiet_until
+        swung = self._swing_test(t, stance) if self.testing else []
+        # legs found by the swing test are joined by those the whole-robot test blames in the
+        # same cycle (S1: one leg lost in swing, one in stance, declared together)
         if not self.testing or self.statistic < cfg.threshold:
             self.above_since = None
-            return []
+            return self._found(swung)
         if self.above_since is None:
             self.above_since = t
         if t - self.above_since < cfg.persistence:
-            return []
+            return []             # the whole-robot test decides: a swing-test leg waits for it
         # the fewest legs whose inferred forces explain e (one leg, else two, ...)
         import itertools
         limit = (1.0 - cfg.explain_ratio) * self.statistic
@@ -210,17 +231,55 @@ class DamageDetector:
                 if n < best_norm:
                     best, best_norm = subset, n
             if best is not None and best_norm <= limit:
-                blamed = best
+                blamed = [k for k in best if k not in {d.leg for d in swung}]
                 break
         if blamed is None:
-            return []
-        found = []
+            return []             # |e| is large but not explained yet: keep gathering evidence
+        since = min([self.above_since] + [d.onset for d in swung])
+        if self.history[-1][0] - max(self.history[0][0], since) < cfg.frozen_span:
+            return self._found(swung)     # the encoders since the onset decide: wait for them
+        found = list(swung)
         for leg in blamed:
-            detection = self._classify(t, leg)
+            detection = self._classify(t, leg, since)
             detection.statistic = self.statistic
             detection.onset = self.above_since
             found.append(detection)
-        self.detections.extend(found)
+        return self._found(found)
+
+    def _found(self, found: List[Detection]) -> List[Detection]:
+        if found:
+            self.above_since = None
+            self.detections.extend(found)
+        return found
+
+    def _swing_test(self, t: float, stance: Optional[Mapping[str, bool]]) -> List[Detection]:
+        """Legs in planned swing whose joint residual shows a constraint torque and whose
+        encoders show a frozen joint (see the module docstring)."""
+        cfg = self.config
+        worst = 0.0
+        found = []
+        if stance is None:
+            self.swing_above.clear()
+            self.swing_statistic = 0.0
+            return found
+        for name, _, _, rows in self.legs:
+            frame = self.leg_frame[name]
+            if stance.get(frame, True):
+                self.swing_above.pop(name, None)
+                continue
+            level = float(np.abs(self.r[rows]).max())
+            worst = max(worst, level)
+            if level < cfg.swing_threshold:
+                self.swing_above.pop(name, None)
+                continue
+            since = self.swing_above.setdefault(name, t)
+            if t - since < cfg.persistence or not any(self._frozen(name, since)):
+                continue
+            detection = self._classify(t, name, since)
+            detection.statistic = level
+            detection.onset = since
+            found.append(detection)
+        self.swing_statistic = worst
         return found
 
     # ------------------------------------------------------------------ classification
@@ -229,16 +288,36 @@ class DamageDetector:
         while self.history and self.history[0][0] < t - self.config.classify_window:
             self.history.popleft()
 
-    def _classify(self, t: float, leg_name: str) -> Detection:
+    def _frozen(self, leg_name: str, since: float = -np.inf) -> List[bool]:
+        """Per joint of the leg: did it stay still over the last ``classify_window`` (and
+        since ``since``: the swing test judges only what the encoders did after its residual
+        rose, so the motion before the damage does not hide a frozen joint)?"""
         model = self.robot.model
         leg = next(l for l in self.robot.legs if l.name == leg_name)
-        qs = np.array([h[1] for h in self.history])
-        span = max(self.history[-1][0] - self.history[0][0], 1e-6)
+        qs = np.array([h[1] for h in self.history if h[0] >= since - 1e-9])
+        times = [h[0] for h in self.history if h[0] >= since - 1e-9]
+        if len(qs) < 2:
+            return [False] * len(leg.joints)
+        span = max(times[-1] - times[0], 1e-6)
+        if span < self.config.frozen_span:
+            return [False] * len(leg.joints)      # not enough history yet
+        # range of a 5-sample moving average: encoder noise averages out, a turning joint
+        # still shows its excursion
+        width = min(5, len(qs))
+        kernel = np.ones(width) / width
         frozen = []
         for j in leg.joints:
             k = model.joints[j].idx_q - 7
-            speed = (qs[:, k].max() - qs[:, k].min()) / span
+            smooth = np.convolve(qs[:, k], kernel, mode="valid")
+            speed = (smooth.max() - smooth.min()) / span
             frozen.append(speed < self.config.frozen_speed)
+        return frozen
+
+    def _classify(self, t: float, leg_name: str, since: float = -np.inf) -> Detection:
+        model = self.robot.model
+        leg = next(l for l in self.robot.legs if l.name == leg_name)
+        qs = np.array([h[1] for h in self.history])
+        frozen = self._frozen(leg_name, since)
         n = len(leg.joints)
         # trailing frozen joints j..n: links j..n lost; one frozen joint with motion below: locked
         first = n

@@ -40,7 +40,7 @@ class LocomotionConfig:
     max_shift: float = 0.1              # m, largest body offset from the nominal frame (leg reach)
     stability_margin: float = 0.02      # m, CoM inside the support polygon
     settle_time: float = 0.4            # s after a morphology change before the new gait starts
-    landing_time: float = 0.12          # s for a foot in the air at a morphology change to land
+    landing_time: float = 0.08          # s for a foot in the air at a morphology change to land (fast: a lost stance leg tips the body)
     max_speed: float = 0.15             # m/s, |cmd_vel| is clipped to this
     max_stride: float = 0.075           # m a stance foot may sweep under the body: caps the speed per gait
     max_yaw_rate: float = 0.5           # rad/s
