@@ -1,9 +1,14 @@
-"""`hybrid-dynamics demo`: bad input is a clear error with exit 2; a run writes its bag,
-plots and summary, also when it stops part-way; paper 000's S1 walks on after the damage."""
+"""`hybrid-dynamics demo` (the whole ROS 2 graph in one process): bad input is a clear error
+with exit 2; a run writes its MCAP bag of every topic, plots and summary (made from the bag),
+also when it stops part-way; paper 000's S1 walks on after the damage, declared or detected;
+/cmd_vel steers the walk."""
 import json
 import textwrap
 
+import numpy as np
 import pytest
+from rosbags.rosbag2 import Reader
+from rosbags.typesys import Stores, get_typestore
 
 from hybrid_dynamics.sim.recording import read_topics
 
@@ -40,24 +45,99 @@ def test_scenario_with_a_wrong_field(cli, tmp_path):
     one_line_error(cli("demo", "--duration", "-1", "--out", tmp_path / "o"), "duration")
 
 
+GRAPH_TOPICS = ("/joint_states", "/imu_sensor_broadcaster/imu", "/effort_controller/commands",
+                "/sim/ground_truth/odometry", "/sim/ground_truth/contact_forces", "/whole_body_controller/cycle",
+                "/state_estimator/odometry", "/state_estimator/joint_states_full", "/morphology_manager/detector")
+
+
+def _messages(bag, topic):
+    ts = get_typestore(Stores.ROS2_JAZZY)
+    with Reader(bag) as reader:
+        conns = [c for c in reader.connections if c.topic == topic]
+        return [ts.deserialize_cdr(raw, c.msgtype) for c, _, raw in reader.messages(connections=conns)]
+
+
 def test_damage_s1_walks_on_and_writes_everything(cli, tmp_path):
     out = cli("demo", "--scenario", "hexapod_damage_s1", "--duration", "7", "--out", tmp_path, timeout=300)
     assert out.returncode == 0, (out.stdout, out.stderr[-3000:])
     s = json.loads((tmp_path / "summary.json").read_text())
     for key in SUMMARY_KEYS:
         assert key in s, key
+    assert s["runner"].startswith("ros2 graph")
     assert s["completed"] and not s["fell"]
     assert s["max_abs_roll_deg"] < 15 and s["max_abs_pitch_deg"] < 15
     assert s["speed_before_damage_mps"] > 0.08
     assert s["speed_after_damage_mps"] >= 0.5 * s["speed_before_damage_mps"]
     assert s["final_morphology"] == "leg3 removed; leg4 removed"
+    assert s["controller_safe_cycles"] == 0 and s["fallbacks"] == 0
     for name in PLOTS:
         assert (tmp_path / name).stat().st_size > 10_000, name
-    topics = read_topics(tmp_path / "bag")
-    for topic in ("/joint_states", "/imu_sensor_broadcaster/imu", "/clock", "/sim/ground_truth/odometry",
-                  "/effort_controller/commands", "/cmd_vel", "/state_estimator/odometry"):
-        assert topics[topic] >= 7 * 200 - 5, (topic, topics)
-    assert topics["/morphology_manager/morphology"] == 1
+    bag = tmp_path / "bag"
+    assert (bag / "metadata.yaml").is_file() and list(bag.glob("*.mcap"))
+    topics = read_topics(bag)
+    # lock-step at 200 Hz for 7 s: one joint state, one command, one estimate per period
+    for topic in GRAPH_TOPICS:
+        assert 7 * 200 - 5 <= topics[topic] <= 7 * 200 + 5, (topic, topics)
+    assert 7 * 50 - 5 <= topics["/clock"] <= 7 * 50 + 5
+    assert topics["/cmd_vel"] >= 7 * 10 - 2 and topics["/diagnostics"] > 0 and topics["/whole_body_controller/markers"] > 0
+    assert topics["/morphology_manager/damage"] == 1 and topics["/sim/ground_truth/morphology"] == 1
+    assert topics["/morphology_manager/morphology"] == 2          # healthy, then the declared damage
+    # only what real sensors give: the actuated joints
+    js = _messages(bag, "/joint_states")
+    assert len(js[0].name) == 18 and all(n.endswith("_joint") for n in js[0].name)
+    # the summary is the ground truth of the bag
+    gt = np.array([[m.pose.pose.position.x, m.pose.pose.position.z] for m in _messages(bag, "/sim/ground_truth/odometry")])
+    assert s["min_base_height_m"] == pytest.approx(gt[:, 1].min(), abs=1e-4)
+    assert s["distance_before_damage_m"] + s["distance_after_damage_m"] == pytest.approx(gt[-1, 0] - gt[0, 0], abs=1e-3)
+    # the estimate follows the ground truth (the controller walks on estimates only)
+    est = _messages(bag, "/state_estimator/odometry")
+    assert abs(est[-1].pose.pose.position.x - (gt[-1, 0] - gt[0, 0]) - est[0].pose.pose.position.x) < 0.1
+    # the simulated contact forces carry the robot's weight (Pinocchio's mass), on average
+    # over the healthy walk (first 2 s)
+    import pinocchio as pin
+    from hybrid_dynamics.model.robot import load_robot
+    weight = 9.81 * pin.computeTotalMass(load_robot("jethexa").model)
+    forces = np.array([m.data for m in _messages(bag, "/sim/ground_truth/contact_forces")[:400]])
+    assert forces.reshape(len(forces), -1, 3)[:, :, 2].sum(axis=1).mean() == pytest.approx(weight, rel=0.1)
+
+
+def test_undeclared_damage_is_detected_through_the_graph(cli, tmp_path):
+    out = cli("demo", "--scenario", "hexapod_damage_s1", "--duration", "5", "--undeclared", "--out", tmp_path,
+              "--quiet", timeout=300)
+    assert out.returncode == 0, (out.stdout, out.stderr[-3000:])
+    s = json.loads((tmp_path / "summary.json").read_text())
+    assert s["completed"] and not s["fell"] and s["false_detections"] == 0
+    assert s["detection_latency_s"] is not None and 0 < s["detection_latency_s"] < 0.5
+    assert s["final_morphology"] == "leg3 removed; leg4 removed"
+    assert read_topics(tmp_path / "bag")["/morphology_manager/damage"] == 0
+    sources = [e.get("source") for e in s["morphology_timeline"] if e["kind"] == "morphology"]
+    assert sources and set(sources) == {"detected"}
+
+
+def test_cmd_vel_steers_the_walk(cli, tmp_path):
+    """Sideways and backwards on /cmd_vel: the ground truth moves that way."""
+    sc = tmp_path / "side.yaml"
+    sc.write_text("robot: jethexa\nduration: 4.0\ncmd_vel: {linear_x: -0.06, linear_y: 0.06}\n")
+    out = cli("demo", "--scenario", sc, "--out", tmp_path / "o", "--quiet", timeout=300)
+    assert out.returncode == 0, (out.stdout, out.stderr[-3000:])
+    cmd = _messages(tmp_path / "o" / "bag", "/cmd_vel")
+    assert cmd[0].linear.x == -0.06 and cmd[0].linear.y == 0.06
+    gt = np.array([[m.pose.pose.position.x, m.pose.pose.position.y]
+                   for m in _messages(tmp_path / "o" / "bag", "/sim/ground_truth/odometry")])
+    dx, dy = gt[-1] - gt[0]
+    # 4 s with a ramped command: well over a third of 0.24 m along each axis, in the commanded sense
+    assert dx < -0.08 and dy > 0.08, (dx, dy)
+    assert abs(abs(dx) - abs(dy)) < 0.5 * max(abs(dx), abs(dy))
+
+
+def test_library_loop_runs_the_same_scenario(cli, tmp_path):
+    """`--library`: the fast harness (no DDS) on the same shared pieces walks the same way."""
+    out = cli("demo", "--scenario", "hexapod_damage_s1", "--duration", "4", "--library", "--quiet",
+              "--out", tmp_path, timeout=300)
+    assert out.returncode == 0, (out.stdout, out.stderr[-3000:])
+    s = json.loads((tmp_path / "summary.json").read_text())
+    assert s["runner"] == "library" and s["completed"] and s["speed_before_damage_mps"] > 0.08
+    assert s["final_morphology"] == "leg3 removed; leg4 removed"
 
 
 def test_a_run_that_fails_part_way_still_reports(cli, tmp_path):

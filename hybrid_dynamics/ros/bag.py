@@ -28,10 +28,10 @@ from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence, Union
 
 import numpy as np
-from rclpy.node import Node
 from rclpy.serialization import deserialize_message
 
 from ..errors import InputError
+from .lean import LeanNode
 
 TOPICS: Dict[str, str] = {
     "/joint_states": "sensor_msgs/msg/JointState",
@@ -46,6 +46,8 @@ TOPICS: Dict[str, str] = {
     "/cmd_vel": "geometry_msgs/msg/Twist",
 }
 
+MATCHED_TOPICS = ("/joint_states", "/imu_sensor_broadcaster/imu")
+
 
 def _msg_class(msgtype: str):
     pkg, _, name = msgtype.split("/")
@@ -53,7 +55,7 @@ def _msg_class(msgtype: str):
     return getattr(module, name)
 
 
-class BagRecorder(Node):
+class BagRecorder(LeanNode):
     """Records ``topics`` (name -> type, default :data:`TOPICS`) into an MCAP rosbag2."""
 
     def __init__(self, path: Union[str, Path], robot=None, *, topics: Optional[Mapping[str, str]] = None,
@@ -76,15 +78,18 @@ class BagRecorder(Node):
         self.lock = threading.Lock()
         self.counts: Dict[str, int] = {}
         self.connections = {}
-        self.matched: Dict[str, int] = {}          # publishers matched per topic
+        self.matched: Dict[str, int] = {}          # publishers matched per input topic
         self._closed = False
         for topic, msgtype in (topics or TOPICS).items():
             self.connections[topic] = self.writer.add_connection(topic, msgtype, typestore=self.typestore)
             self.counts[topic] = 0
             qos = LATCHED_QOS if topic.endswith("/morphology") else (
                 QUEUED_SENSOR_QOS if topic in ("/joint_states", "/imu_sensor_broadcaster/imu") else STATE_QOS)
+            # matched-publisher events on the inputs only: every event handler is one more
+            # entity the executor scans at each wake-up
+            events = self._matched_events(topic) if topic in MATCHED_TOPICS else None
             self.create_subscription(_msg_class(msgtype), topic, self._writer_for(topic), qos, raw=True,
-                                     event_callbacks=self._matched_events(topic))
+                                     event_callbacks=events)
 
     def _matched_events(self, topic: str):
         from rclpy.event_handler import SubscriptionEventCallbacks

@@ -24,6 +24,7 @@ so a node started later gets the current one)::
     links_kept: {leg1: 3, leg2: 1, leg3: 0, ...}
     locked: {leg1_coxa_joint: 0.2}
     description: "leg2 lost links 2..3; leg3 removed; leg1_coxa_joint locked at 0.200 rad"
+    source: topic              # what made the change: topic, parameter, detected
 """
 from __future__ import annotations
 
@@ -99,14 +100,18 @@ def apply_damage_yaml(morph: Morphology, text: str,
     return new
 
 
-def morphology_to_yaml(robot_name: str, morph: Morphology, revision: int) -> str:
-    return yaml.safe_dump({
+def morphology_to_yaml(robot_name: str, morph: Morphology, revision: int, source: Optional[str] = None) -> str:
+    """``source``: what made the change (topic, parameter, detected, ...), when known."""
+    data = {
         "robot": robot_name,
         "revision": int(revision),
         "links_kept": {leg: int(k) for leg, k in morph.links_kept},
         "locked": {j: float(a) for j, a in morph.locked},
         "description": morph.describe(),
-    }, sort_keys=False)
+    }
+    if source is not None:
+        data["source"] = source
+    return yaml.safe_dump(data, sort_keys=False)
 
 
 def morphology_from_yaml(robot, text: str) -> Tuple[Morphology, int]:

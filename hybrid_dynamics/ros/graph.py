@@ -13,9 +13,9 @@ caller adds (the MuJoCo plant, a gait/reference node, a bag recorder)::
 
     run_graph("jethexa", duration=10.0, extra_nodes=[...])   # blocking; Ctrl-C stops it
 
-``share_estimate`` (default): the state estimator publishes the controller's filter (same
-library, same samples) instead of running a second one, and the morphology manager reads
-the controller's joint buffer; the launch files run separate processes, each on its own.
+Each node does its own job here as under ``ros2 launch``: the state estimator runs its
+filter and publishes it, the morphology manager subscribes to what it needs, the controller
+estimates in its cycle (one hop from the joint states, docs/ros.md "Latency").
 
 Parameters: ``config/<robot>.yaml`` (``<node>: ros__parameters: ...``, ``/**`` for every
 node) when it exists, then ``params[node]`` on top. Shutdown is clean: executor stopped,
@@ -33,7 +33,7 @@ import rclpy
 import yaml
 from rclpy.context import Context
 from rclpy.executors import (ConditionReachedException, ExternalShutdownException, MultiThreadedExecutor,
-                             ShutdownException, TimeoutException)
+                             ShutdownException, SingleThreadedExecutor, TimeoutException)
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
@@ -72,6 +72,9 @@ def _overrides(node: str, values: Mapping[str, object]):
     spec = P.NODES[node]
     out = []
     for key, value in values.items():
+        if key == "use_sim_time":            # declared by rclpy for every node
+            out.append(Parameter(key, value=bool(value)))
+            continue
         if key not in spec:
             raise InputError(f"unknown parameter '{key}' for {node}", field=key)
         default = spec[key][0]
@@ -119,37 +122,39 @@ class Graph:
     def __init__(self, robot: Union[str, object] = "jethexa", *, params: Optional[Mapping[str, Mapping]] = None,
                  config: Optional[Union[str, Path]] = None, nodes: Sequence[str] = DEFAULT_NODES,
                  num_threads: Optional[int] = None, domain_id: Optional[int] = None,
-                 share_estimate: bool = True):
+                 single_threaded: bool = False, parameter_services: bool = True):
+        """``single_threaded``: rclpy's SingleThreadedExecutor, every callback in the spinning
+        thread. For a lock-step simulation, where the callbacks run one after the other anyway,
+        it avoids the thread hand-offs of a pool (each waits for the GIL: up to the 5 ms switch
+        interval behind a busy thread), which made the lock-step demo run at RTF 0.5.
+        ``parameter_services=False``: the nodes answer no parameter services (``ros2 param``)
+        and have no default QoS event handlers (ros/lean.py): fewer entities for the executor
+        to scan at every wake-up."""
+        self.node_kwargs = {} if parameter_services else {"start_parameter_services": False,
+                                                          "default_events": False}
         self.robot = load_robot(robot) if isinstance(robot, (str, Path)) else robot
         self.context = Context()
         init_kwargs = {"context": self.context}
         if domain_id is not None:
             init_kwargs["domain_id"] = int(domain_id)
         rclpy.init(**init_kwargs)
-        self.executor = GraphExecutor(num_threads=num_threads, context=self.context)
+        self.executor = (SingleThreadedExecutor(context=self.context) if single_threaded
+                         else GraphExecutor(num_threads=num_threads, context=self.context))
         self.nodes: Dict[str, Node] = {}
         self._thread: Optional[threading.Thread] = None
         self._closed = False
+        self.error: Optional[BaseException] = None      # what stopped a background spin
         cfg = Path(config) if config else config_file(self.robot.name)
         params = params or {}
         try:
-            # the controller first: with share_estimate the estimator publishes its filter
-            # and the morphology manager reads its joint buffer (no duplicate 1 kHz work)
-            order = sorted(nodes, key=lambda n: n != "whole_body_controller")
-            for name in order:
+            for name in nodes:
                 if name not in NODE_CLASSES:
                     raise InputError(f"unknown node '{name}' ({', '.join(NODE_CLASSES)})", field="nodes")
                 values = load_node_params(cfg, name)
                 values.update(params.get(name, {}))
                 values["robot"] = self.robot.name if values.get("robot") in (None, "") else values["robot"]
-                extra = {}
-                ctrl = self.nodes.get("whole_body_controller")
-                if share_estimate and ctrl is not None and name == "state_estimator":
-                    extra["shared_core"] = ctrl.state
-                if share_estimate and ctrl is not None and name == "morphology_manager":
-                    extra["joint_buffer"] = ctrl.state.buffer
                 node = NODE_CLASSES[name](self.robot, context=self.context,
-                                          parameter_overrides=_overrides(name, values), **extra)
+                                          parameter_overrides=_overrides(name, values), **self.node_kwargs)
                 self.add_node(node)
         except BaseException:
             self.shutdown()
@@ -196,8 +201,9 @@ class Graph:
             self.executor.spin()
         except (ExternalShutdownException, KeyboardInterrupt):
             pass
-        except Exception:        # a node destroyed under an in-flight callback while closing
+        except Exception as exc:  # a node destroyed under an in-flight callback while closing
             if not self._closed:
+                self.error = exc
                 raise
 
     def shutdown(self) -> None:
@@ -208,7 +214,7 @@ class Graph:
             self.executor.shutdown(timeout_sec=2.0)
             if self._thread is not None:
                 self._thread.join(timeout=2.0)
-            if self.executor._inflight:      # let started callbacks finish before destroying
+            if getattr(self.executor, "_inflight", None):   # let started callbacks finish before destroying
                 concurrent.futures.wait(list(self.executor._inflight), timeout=2.0)
         finally:
             for node in list(self.nodes.values()):

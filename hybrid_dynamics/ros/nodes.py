@@ -33,15 +33,15 @@ from typing import Dict, List, Optional
 import numpy as np
 import pinocchio as pin
 import rclpy
+import yaml
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
-from rclpy.node import Node
 from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rcl_interfaces.msg import SetParametersResult
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-from geometry_msgs.msg import Point
+from geometry_msgs.msg import Point, Twist
 from nav_msgs.msg import Odometry
 from sensor_msgs.msg import Imu, JointState
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension, String
@@ -51,9 +51,10 @@ from ..errors import InputError
 from ..model.morphology import Morphology, MorphologyMap
 from ..model.robot import load_robot
 from . import params as P
-from .convert import JointStateMatcher, sec_to_stamp
+from .convert import JointStateMatcher, stamp_to_sec
 from .damage import apply_damage_yaml, morphology_from_yaml, morphology_to_yaml
-from .pipeline import ControlCore, StateCore
+from .lean import LeanNode
+from .pipeline import ControlCore, GaitCore, StateCore
 
 SENSOR_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT, history=HistoryPolicy.KEEP_LAST)
 COMMAND_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, history=HistoryPolicy.KEEP_LAST)
@@ -64,7 +65,7 @@ LATCHED_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, histor
                          durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
 
-class _Base(Node):
+class _Base(LeanNode):
     """Parameter declaration from one spec, log-once, diagnostics, morphology following."""
 
     SPEC: P.Spec = {}
@@ -140,28 +141,23 @@ class StateEstimatorNode(_Base):
 
     SPEC = P.STATE_ESTIMATOR
 
-    def __init__(self, robot=None, name: str = "state_estimator", *, shared_core: Optional[StateCore] = None,
-                 **kwargs):
-        """``shared_core``: in the one-process graph, the controller's :class:`StateCore`
-        (the same filter on the same samples); this node then only publishes it."""
+    def __init__(self, robot=None, name: str = "state_estimator", **kwargs):
         super().__init__(name, robot, **kwargs)
-        self.shared = shared_core is not None
-        self.core = shared_core if self.shared else StateCore(self.robot, self.p)
+        self.core = StateCore(self.robot, self.p)
         model = self.robot.model
         self.base_frame = self.p["base_frame"] or next(
             f.name for f in model.frames if f.type == pin.FrameType.BODY and f.parentJoint == 1)
         rate = float(self.p["publish_rate"])
         self.min_interval = 1.0 / rate if rate > 0 else 0.0
         self._last_pub = -np.inf
-        self._last_state = None
-        if self.shared:
-            self.create_timer(1.0 / (rate if rate > 0 else 200.0), self._publish_shared, callback_group=self.group)
-        else:
-            self.create_subscription(Imu, self.p["imu_topic"], self._on_imu, SENSOR_QOS,
+        self.create_subscription(Imu, self.p["imu_topic"], self._on_imu, SENSOR_QOS, callback_group=self.group)
+        self.create_subscription(JointState, self.p["joint_states_topic"], self._on_js, SENSOR_QOS,
+                                 callback_group=self.group)
+        self.follow_morphology()
+        self.stance_frames = [c.frame for c in self.robot.contacts]
+        if self.p["stance_topic"]:
+            self.create_subscription(Float64MultiArray, self.p["stance_topic"], self._on_planned, STATE_QOS,
                                      callback_group=self.group)
-            self.create_subscription(JointState, self.p["joint_states_topic"], self._on_js, SENSOR_QOS,
-                                     callback_group=self.group)
-            self.follow_morphology()
         self.js_pub = self.create_publisher(JointState, "~/joint_states_full", STATE_QOS)
         self.odom_pub = self.create_publisher(Odometry, "~/odometry", STATE_QOS)
         self.tf_pub = None
@@ -186,6 +182,12 @@ class StateEstimatorNode(_Base):
         if out is not None:
             self.fault(out.kind, "IMU " + out.detail)
 
+    def _on_planned(self, msg: Float64MultiArray) -> None:
+        """The stance the controller planned (``~/cycle`` layout, flags after 4 numbers)."""
+        flags = msg.data[4:]
+        if len(flags) == len(self.stance_frames):
+            self.core.schedule = {f: bool(x > 0.5) for f, x in zip(self.stance_frames, flags)}
+
     def _on_js(self, msg: JointState) -> None:
         now = self.now()
         out = self.core.add_joint_state(msg, now)
@@ -206,15 +208,6 @@ class StateEstimatorNode(_Base):
         if now - self._last_pub >= self.min_interval:
             self._last_pub = now
             self.publish_state(state, msg.header.stamp)
-
-    def _publish_shared(self) -> None:
-        state = self.core.last
-        if state is None or state is self._last_state or self.core.stale(self.now()) is not None:
-            return
-        self._last_state = state
-        stamp = self.js_msg.header.stamp.__class__()
-        sec_to_stamp(self.core.buffer.stamp, stamp)
-        self.publish_state(state, stamp)
 
     def publish_state(self, state, stamp) -> None:
         m = self.js_msg
@@ -274,6 +267,15 @@ class WholeBodyControllerNode(_Base):
             raise InputError(f"trigger '{self.p['trigger']}' is not timer or joint_states", field="trigger")
         self.state = StateCore(self.robot, self.p)
         self.control = ControlCore(self.robot, self.p)
+        self.gait: Optional[GaitCore] = None
+        if self.p["gait"]:
+            try:
+                config = yaml.safe_load(self.p["gait_config"] or "{}") or {}
+                if not isinstance(config, dict):
+                    raise InputError("gait_config must be a YAML mapping of locomotion settings", field="gait_config")
+                self.gait = GaitCore(self.robot, config)
+            except yaml.YAMLError as exc:
+                raise InputError(f"gait_config is not YAML: {exc}", field="gait_config") from None
         self.lockstep = self.p["trigger"] == "joint_states"
         # inputs in their own group, so a busy cycle does not starve them in the executor's
         # queue; the lock orders them with the cycle (which holds it for its whole length)
@@ -286,7 +288,12 @@ class WholeBodyControllerNode(_Base):
                                  callback_group=inputs,
                                  event_callbacks=self.matched_events(self.p["joint_states_topic"]))
         self.follow_morphology()
+        if self.gait is not None:
+            self.create_subscription(Twist, self.p["cmd_vel_topic"], self._on_cmd_vel, STATE_QOS,
+                                     callback_group=inputs)
         self.cmd_pub = self.create_publisher(Float64MultiArray, self.p["commands_topic"], COMMAND_QOS)
+        self.cycle_pub = self.create_publisher(Float64MultiArray, "~/cycle", STATE_QOS)
+        self.cycle_frames = [c.frame for c in self.robot.contacts]
         self.cmd_msg = Float64MultiArray()
         self.cmd_msg.layout.dim = [MultiArrayDimension(label="joints", size=len(self.control.joints),
                                                        stride=len(self.control.joints))]
@@ -321,7 +328,14 @@ class WholeBodyControllerNode(_Base):
         with self.lock:
             self.state.set_morphology(morph)
             self.control.set_morphology(morph)
+            if self.gait is not None:
+                t = self.state.buffer.stamp
+                self.gait.set_morphology(morph, t if np.isfinite(t) else self.now())
             self.applied_at_cycle = self.cycles
+
+    def _on_cmd_vel(self, msg: Twist) -> None:
+        with self.lock:
+            self.gait.set_command(msg.linear.x, msg.linear.y, msg.angular.z)
 
     def _on_imu(self, msg: Imu) -> None:
         with self.lock:
@@ -362,7 +376,12 @@ class WholeBodyControllerNode(_Base):
                 est = self.state.estimate()
                 if not (np.all(np.isfinite(est.q)) and np.all(np.isfinite(est.v))):
                     raise FloatingPointError("estimate is not finite")
-                cmd = self.control.cycle(est, self.state.stance)
+                stance = self.state.stance
+                if self.gait is not None:
+                    refs, stance = self.gait.update(self.state.buffer.stamp, est.q)
+                    self.control.set_references(refs)
+                    self.state.schedule = stance      # the estimator's contacts: the plan
+                cmd = self.control.cycle(est, stance)
             except (FloatingPointError, np.linalg.LinAlgError, ValueError) as exc:
                 self.fault("cycle_error", str(exc))
                 self.state.estimator.reset()
@@ -377,6 +396,8 @@ class WholeBodyControllerNode(_Base):
         self.safe_mode = reason
         self.cmd_msg.data = array.array("d", cmd.tobytes())
         self.cmd_pub.publish(self.cmd_msg)
+        if reason is None:
+            self._publish_cycle(stance, time.perf_counter() - start)
         if self.force_pub is not None and reason is None and self.control.last_output is not None:
             forces = getattr(self.control.last_output, "actuator_forces", None) or {}
             fm = Float64MultiArray()
@@ -393,6 +414,16 @@ class WholeBodyControllerNode(_Base):
             self.deadline_misses += 1
         self.history.append((self.cycles, self.revision, cmd.copy()))
         self.cycles += 1
+
+    def _publish_cycle(self, stance, cycle_time: float) -> None:
+        """``~/cycle``: QP solve ms, cycle ms, fallback, infeasible, then the stance flag
+        the QP used for each contact frame of the robot (1/0), for plots and the detector."""
+        out = self.control.last_output
+        msg = Float64MultiArray()
+        msg.data = [1e3 * float(getattr(out, "solve_time", 0.0)), 1e3 * cycle_time,
+                    float(bool(getattr(out, "fallback", False))), float(bool(getattr(out, "infeasible", False)))] + \
+            [1.0 if stance.get(f, False) else 0.0 for f in self.cycle_frames]
+        self.cycle_pub.publish(msg)
 
     def latencies(self) -> np.ndarray:
         """Joint state received -> command published, seconds (the last LATENCY_BUFFER)."""
@@ -517,16 +548,18 @@ def _hull(points):
 # ============================================================================ morphology
 class MorphologyManagerNode(_Base):
     """Damage events (topic, parameter, automatic detection) -> the current morphology,
-    published transient-local. Damage YAML schema: :mod:`hybrid_dynamics.ros.damage`."""
+    published transient-local. Damage YAML schema: :mod:`hybrid_dynamics.ros.damage`.
+
+    Automatic detection: a leg joint silent for ``detect_timeout`` loses its links from that
+    joint on; with ``detector: true`` the momentum observer of estimation/damage_detector.py
+    runs on each estimate the state estimator publishes (odometry + full joint states of one
+    stamp), the efforts of the /joint_states of that stamp, and the stance the controller
+    planned (``whole_body_controller/cycle``); its detections are morphology changes."""
 
     SPEC = P.MORPHOLOGY_MANAGER
 
-    def __init__(self, robot=None, name: str = "morphology_manager", *, joint_buffer=None, **kwargs):
-        """``joint_buffer``: in the one-process graph, the controller's
-        :class:`~hybrid_dynamics.ros.convert.JointStateBuffer` (per-joint receive times and
-        angles) instead of a second 1 kHz subscription to /joint_states."""
+    def __init__(self, robot=None, name: str = "morphology_manager", **kwargs):
         super().__init__(name, robot, **kwargs)
-        self.joint_buffer = joint_buffer
         self.pub = self.create_publisher(String, "~/morphology", LATCHED_QOS)
         self.create_subscription(String, "~/damage", self._on_damage, STATE_QOS, callback_group=self.group)
         self.matcher = JointStateMatcher(self.robot.joint_names)
@@ -536,9 +569,30 @@ class MorphologyManagerNode(_Base):
         self.last_msg = -np.inf
         self.events = 0
         self.rejected_events = 0
-        if joint_buffer is None:
-            self.create_subscription(JointState, self.p["joint_states_topic"], self._on_js, SENSOR_QOS,
+        self.source = "initial"
+        self.detections: List[dict] = []
+        self.create_subscription(JointState, self.p["joint_states_topic"], self._on_js, QUEUED_SENSOR_QOS,
+                                 callback_group=self.group)
+        self.detector = None
+        if self.p["detector"]:
+            from ..estimation.damage_detector import DamageDetector
+            try:
+                config = yaml.safe_load(self.p["detector_config"] or "{}") or {}
+            except yaml.YAMLError as exc:
+                raise InputError(f"detector_config is not YAML: {exc}", field="detector_config") from None
+            self.detector = DamageDetector(self.robot, config)
+            self.efforts: deque = deque(maxlen=64)           # (stamp, healthy-size efforts)
+            self.odom: deque = deque(maxlen=64)              # (stamp, q[:7], v[:6])
+            self.planned: Optional[Dict[str, bool]] = None
+            self.frames = [c.frame for c in self.robot.contacts]
+            self.create_subscription(Odometry, self.p["odometry_topic"], self._on_odom, STATE_QOS,
                                      callback_group=self.group)
+            self.create_subscription(JointState, self.p["joint_states_full_topic"], self._on_estimate, STATE_QOS,
+                                     callback_group=self.group)
+            self.create_subscription(Float64MultiArray, self.p["cycle_topic"], self._on_cycle, STATE_QOS,
+                                     callback_group=self.group)
+            # |e| of the observer (NaN while not testing) and the threshold, per estimate
+            self.detector_pub = self.create_publisher(Float64MultiArray, "~/detector", STATE_QOS)
         self.add_on_set_parameters_callback(self._on_params)
         self.create_timer(0.1, self._detect, callback_group=self.group)
         self.create_timer(float(self.p["diagnostics_period"]) * 5, self._on_diag, callback_group=self.group)
@@ -547,26 +601,26 @@ class MorphologyManagerNode(_Base):
         self.publish()
 
     def publish(self) -> None:
-        self.pub.publish(String(data=morphology_to_yaml(self.robot.name, self.morphology, self.revision)))
+        self.pub.publish(String(data=morphology_to_yaml(self.robot.name, self.morphology, self.revision,
+                                                        source=self.source)))
 
     def _current_angle(self, joint: str) -> float:
         if joint not in self.matcher.index:
             raise InputError(f"unknown joint '{joint}'", field="joint")
-        self._pull()
         return float(self.angles[self.matcher.index[joint]])
-
-    def _pull(self) -> None:
-        """Angles and receive times from the shared joint buffer (one-process graph)."""
-        b = self.joint_buffer
-        if b is not None:
-            self.angles[:] = b.q
-            self.last_seen[:] = b.seen_time
-            self.last_msg = b.last_received
 
     def _apply(self, text: str, source: str) -> Optional[str]:
         """Apply a damage event; returns the error text, or None."""
         try:
             new = apply_damage_yaml(self.morphology, text, self._current_angle)
+        except InputError as err:
+            self.rejected_events += 1
+            self.fault("bad_damage_event", f"{source}: {err}")
+            return str(err)
+        return self._change(new, source)
+
+    def _change(self, new: Morphology, source: str) -> Optional[str]:
+        try:
             MorphologyMap(self.robot, new)          # e.g. locking a joint whose link is gone
         except InputError as err:
             self.rejected_events += 1
@@ -576,9 +630,48 @@ class MorphologyManagerNode(_Base):
         if new != self.morphology:
             self.morphology = new
             self.revision += 1
+            self.source = source
+            if self.detector is not None:
+                self.detector.set_morphology(new, self.now())
             self.get_logger().info(f"morphology {self.revision} ({source}): {new.describe()}")
             self.publish()
         return None
+
+    # ---------------------------------------------------------------- the detector
+    def _on_odom(self, msg: Odometry) -> None:
+        p, o, lin, ang = msg.pose.pose.position, msg.pose.pose.orientation, msg.twist.twist.linear, msg.twist.twist.angular
+        self.odom.append((stamp_to_sec(msg.header.stamp), np.array([p.x, p.y, p.z, o.x, o.y, o.z, o.w]),
+                          np.array([lin.x, lin.y, lin.z, ang.x, ang.y, ang.z])))
+
+    def _on_cycle(self, msg: Float64MultiArray) -> None:
+        flags = msg.data[4:]
+        if len(flags) == len(self.frames):
+            self.planned = {f: bool(x > 0.5) for f, x in zip(self.frames, flags)}
+
+    def _on_estimate(self, msg: JointState) -> None:
+        t = stamp_to_sec(msg.header.stamp)
+        odom = next((o for o in reversed(self.odom) if o[0] == t), None)
+        tau = next((e for s, e in reversed(self.efforts) if s == t), None)
+        if odom is None or tau is None or len(msg.position) != len(self.robot.joint_names):
+            return
+        q = np.concatenate([odom[1], np.asarray(msg.position, float)])
+        v = np.concatenate([odom[2], np.asarray(msg.velocity, float)])
+        if not (np.all(np.isfinite(q)) and np.all(np.isfinite(v))):
+            return
+        found = self.detector.update(t, q, v, tau, self.planned)
+        det = self.detector
+        self.detector_pub.publish(Float64MultiArray(data=[det.statistic if det.testing else float("nan"),
+                                                          float(det.config.threshold)]))
+        if not found:
+            return
+        new = self.morphology
+        for detection in found:
+            self.detections.append({"t": t, "what": detection.describe(), "onset": detection.onset})
+            try:
+                new = detection.apply(new)
+            except InputError as err:
+                self.fault("bad_detection", str(err))
+        self._change(new, "detected")
 
     def _on_damage(self, msg: String) -> None:
         self._apply(msg.data, "topic")
@@ -601,10 +694,14 @@ class MorphologyManagerNode(_Base):
         self.angles[dst[ok]] = pos[ok]
         self.last_seen[dst[ok]] = now
         self.last_msg = now
+        if self.detector is not None and len(msg.effort) == len(msg.name):
+            tau = np.zeros(len(self.robot.joint_names))
+            eff = np.asarray(msg.effort, dtype=float)[src]
+            tau[dst] = np.where(np.isfinite(eff), eff, 0.0)
+            self.efforts.append((stamp_to_sec(msg.header.stamp), tau))
 
     def _detect(self) -> None:
         """A leg joint silent (or NaN) for detect_timeout while others report: its links go."""
-        self._pull()
         if not self.p["auto_detect"] or not np.all(np.isfinite(self.last_seen)):
             return
         now = self.now()

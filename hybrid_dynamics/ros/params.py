@@ -30,6 +30,8 @@ STATE_ESTIMATOR: Spec = {
                           "in the one-process graph, where the estimate is shared with the "
                           "controller, the rate of a timer (0 there means 200 Hz)"),
     "publish_tf": (True, "publish odom -> base on /tf when tf2_msgs is installed"),
+    "stance_topic": ("", "state_estimator: the controller's cycle record (whole_body_controller/cycle) "
+                         "whose planned stance replaces contact detection while it arrives; empty: off"),
     **{f"estimator.{k}": (f.default, "base estimator KF setting")
        for k, f in BaseEstimatorConfig.__dataclass_fields__.items()},
     **{f"contact_detection.{k}": (f.default, "contact-state setting")
@@ -49,6 +51,10 @@ WHOLE_BODY_CONTROLLER: Spec = {
     "actuator_forces_topic": ("~/actuator_forces", "closed chains: actuator forces, order of actuators"),
     "safe_mode_damping": (1.0, "N m s/rad of the safe-mode damping torques"),
     "markers_period": (0.05, "s between ~/markers messages (0: off)"),
+    "gait": (False, "walk: the node owns the locomotion planner (control/locomotion), follows "
+                    "cmd_vel_topic and the morphology, and uses the planned stance"),
+    "cmd_vel_topic": ("/cmd_vel", "geometry_msgs/Twist in (with gait: true)"),
+    "gait_config": ("", "YAML mapping of LocomotionConfig fields (with gait: true)"),
 }
 
 MORPHOLOGY_MANAGER: Spec = {
@@ -58,6 +64,13 @@ MORPHOLOGY_MANAGER: Spec = {
     "auto_detect": (True, "a joint not reported (or reported NaN) for detect_timeout removes "
                           "its links from the leg"),
     "detect_timeout": (0.5, "s"),
+    "detector": (False, "momentum-observer damage detection (estimation/damage_detector.py) on "
+                        "the state estimator's output, the measured efforts and the controller's "
+                        "planned stance (whole_body_controller/cycle)"),
+    "detector_config": ("", "YAML mapping of DamageDetectorConfig fields"),
+    "odometry_topic": ("/state_estimator/odometry", "estimated base (for the detector)"),
+    "joint_states_full_topic": ("/state_estimator/joint_states_full", "estimated joints (for the detector)"),
+    "cycle_topic": ("/whole_body_controller/cycle", "the controller's cycle record (planned stance)"),
 }
 
 NODES = {"state_estimator": STATE_ESTIMATOR, "whole_body_controller": WHOLE_BODY_CONTROLLER,

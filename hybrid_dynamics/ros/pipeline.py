@@ -49,6 +49,7 @@ class StateCore:
         if robot.loops is not None:
             self.passive = _passive_completion(robot)
         self.stance = {c.frame: True for c in robot.contacts}
+        self.schedule: Optional[Dict[str, bool]] = None    # planned contacts (a gait), if any
         self.last: Optional[BaseState] = None
         self.set_morphology(Morphology.healthy(robot))
 
@@ -155,11 +156,13 @@ class StateCore:
         state = self.estimator.update(t, qj, vj, self.imu_for(t), self.stance)
         # contacts for the next step: forces from efforts when every surviving joint has one
         forces_z = None
-        if self.buffer.has_effort[self._required].all() and self.contacts.config.mode in ("auto", "force"):
+        planned = self.schedule is not None and self.contacts.config.mode in ("auto", "schedule")
+        if not planned and self.buffer.has_effort[self._required].all() and \
+                self.contacts.config.mode in ("auto", "force"):
             f = self.force_estimator.forces(state.q, state.v, buf.tau)
             forces_z = {k: float(x[2]) for k, x in f.items()}
         heights = {k: float(p[2]) for k, p in state.feet.items()}
-        stance = self.contacts.update(heights=heights, forces_z=forces_z)
+        stance = self.contacts.update(heights=heights, forces_z=forces_z, schedule=self.schedule)
         self.stance = {k: (s and k in self._active_frames) for k, s in stance.items()}
         self.last = state
         return state
@@ -327,3 +330,64 @@ class ControlCore:
             vals = -self.kd_safe * np.asarray(vj)[self.live_v]
             cmd[self.live_idx] = np.where(np.isfinite(vals), vals, 0.0)
         return cmd
+
+
+# ============================================================================ gait
+def to_references(ref):
+    """A :class:`~hybrid_dynamics.control.locomotion.LocomotionReference` as the controller's
+    :class:`~hybrid_dynamics.control.references.References` (stance feet are contacts, swing
+    feet tracked)."""
+    from ..control.references import OrientationTarget, References, Target
+    return References(
+        com=Target(ref.com_position, ref.base_linear_velocity, ref.base_linear_acceleration),
+        base_orientation=OrientationTarget(ref.base_orientation, ref.base_angular_velocity),
+        swing_feet={f: Target(x.position, x.velocity, x.acceleration) for f, x in ref.feet.items() if not x.stance})
+
+
+class GaitCore:
+    """/cmd_vel and the morphology -> controller references and the planned stance, through
+    :class:`~hybrid_dynamics.control.locomotion.LocomotionPlanner` (the logic lives there).
+
+    The controller node owns one (``gait: true``) and calls :meth:`update` at the start of
+    each cycle with the estimate; the library scenario loop (sim/runner.py) uses the same
+    class, so both paths plan identically."""
+
+    def __init__(self, robot, config: Optional[Mapping] = None):
+        from ..control.locomotion import LocomotionConfig, LocomotionPlanner
+        self.robot = robot
+        self.planner = LocomotionPlanner(robot, LocomotionConfig.from_dict(config))
+        self.frames = [c.frame for c in robot.contacts]
+        self.command = (0.0, 0.0, 0.0)
+        self.started = False
+        self.mmap: Optional[MorphologyMap] = None
+        self.reference = None
+        self.stance = {f: True for f in self.frames}
+
+    def set_command(self, vx: float, vy: float, wz: float) -> None:
+        vals = (float(vx), float(vy), float(wz))
+        if not all(np.isfinite(vals)):
+            return
+        self.command = vals
+        if self.started:
+            self.planner.set_command(*vals)
+
+    def set_morphology(self, morph: Morphology, t: float) -> None:
+        self.mmap = None if morph.is_healthy() else MorphologyMap(self.robot, morph)
+        if self.started:
+            self.planner.set_morphology(self.mmap, t)
+
+    def start(self, t: float, q: np.ndarray) -> None:
+        """Start standing where the robot is (``q`` healthy-size), then follow the command."""
+        self.planner.morphology_map = self.mmap
+        self.planner.reset(t, q)
+        self.planner.set_command(*self.command)
+        self.started = True
+
+    def update(self, t: float, q: np.ndarray):
+        """(References, planned stance: frame -> bool) at time ``t``."""
+        if not self.started:
+            self.start(t, q)
+        ref = self.planner.update(t)
+        self.reference = ref
+        self.stance = {f: ref.feet[f].stance if f in ref.feet else False for f in self.frames}
+        return to_references(ref), self.stance

@@ -8,6 +8,11 @@ ROS). It publishes what the robot's drivers would and nothing more:
   /imu_sensor_broadcaster/imu     sensor_msgs/Imu          noise and bias from ``sensors.*``
   /clock                          rosgraph_msgs/Clock      simulated time
   /sim/ground_truth/odometry      nav_msgs/Odometry        true base pose (never for estimators)
+  /sim/ground_truth/morphology    std_msgs/String          the plant's true morphology (YAML of
+                                                           morphology_manager/morphology, latched)
+  /sim/ground_truth/contact_forces std_msgs/Float64MultiArray  world floor force on each contact
+                                                           frame of the robot (3 per frame, in
+                                                           the robot's contacts order; plots)
 
 and applies ``/effort_controller/commands`` (std_msgs/Float64MultiArray, in the order of the
 ``joints`` parameter, the effort controller's; default: the robot's actuated joints), clipped
@@ -16,18 +21,28 @@ schema) damages the *plant*: whether the morphology manager is told is another m
 
 Parameters: ``robot`` (jethexa), ``publish_rate`` (Hz of sensor messages, default 1000 = every
 physics step of 1 ms), ``real_time`` (true: pace the physics with the wall clock; false: as
-fast as the timer allows), ``joints``, ``sensors.gyro_std`` ... (the ImuNoise fields), ``seed``.
+fast as the timer allows), ``lockstep`` (true: the physics advances one publish period each
+time a command arrives, so a controller with ``trigger: joint_states`` and the plant run in
+lock-step as fast as the controller computes, deterministically; a watchdog steps anyway
+after ``lockstep_timeout`` wall seconds without a command, which also starts the loop),
+``settle`` (s of joint PD on the standing pose before the first message), ``clock_rate``
+(Hz of /clock; 0: with every sensor message: each /clock message wakes every node on
+simulated time), ``joints``,
+``sensors.gyro_std`` ... (the ImuNoise fields), ``seed``.
+
+In one process, :attr:`MujocoSimNode.step_hooks` are called with the simulated time before
+each physics advance (the scenario runner damages the plant there, at an exact time).
 """
 from __future__ import annotations
 
 import sys
-from typing import List, Optional
+import time
+from typing import Callable, List, Optional
 
 import numpy as np
 import rclpy
 from nav_msgs.msg import Odometry
-from rclpy.node import Node
-from rclpy.qos import QoSProfile, ReliabilityPolicy
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import Imu, JointState
 from std_msgs.msg import Float64MultiArray, String
@@ -35,6 +50,7 @@ from std_msgs.msg import Float64MultiArray, String
 from ..errors import InputError
 from ..model.morphology import Morphology
 from ..model.robot import load_robot
+from ..ros.lean import LeanNode
 from .plant import ImuNoise, Plant
 
 SENSOR_QOS = QoSProfile(depth=10, reliability=ReliabilityPolicy.BEST_EFFORT)
@@ -42,11 +58,11 @@ NOISE_FIELDS = ("gyro_std", "accel_std", "orientation_std", "joint_position_std"
 
 
 def _stamp(t: float, stamp) -> None:
-    stamp.sec = int(np.floor(t))
-    stamp.nanosec = int(round((t - stamp.sec) * 1e9)) % 1_000_000_000
+    ns = int(round(t * 1e9))          # rounding the whole, so that 1.9999999996 is 2.0, not 1.0
+    stamp.sec, stamp.nanosec = ns // 1_000_000_000, ns % 1_000_000_000
 
 
-class MujocoSimNode(Node):
+class MujocoSimNode(LeanNode):
     def __init__(self, robot=None, name: str = "mujoco_sim", **kwargs):
         super().__init__(name, **kwargs)
         self.declare_parameter("robot", "jethexa")
@@ -54,6 +70,10 @@ class MujocoSimNode(Node):
         self.declare_parameter("real_time", True)
         self.declare_parameter("joints", [""])
         self.declare_parameter("seed", 0)
+        self.declare_parameter("lockstep", False)
+        self.declare_parameter("lockstep_timeout", 0.5)
+        self.declare_parameter("settle", 0.0)
+        self.declare_parameter("clock_rate", 0.0)
         for key in NOISE_FIELDS:
             self.declare_parameter(f"sensors.{key}", 0.0)
         self.declare_parameter("sensors.gyro_bias", [0.0, 0.0, 0.0])
@@ -71,15 +91,36 @@ class MujocoSimNode(Node):
         self.command_joints: List[str] = joints
         self.morphology = Morphology.healthy(self.robot)
         self.steps_per_tick = max(1, int(round(1.0 / (float(param("publish_rate")) * self.plant.timestep))))
+        clock_rate = float(param("clock_rate"))
+        self.clock_every = max(1, int(round(1.0 / (clock_rate * self.steps_per_tick * self.plant.timestep)))) \
+            if clock_rate > 0 else 1
+        self.ticks = 0
         self.js_pub = self.create_publisher(JointState, "/joint_states", SENSOR_QOS)
         self.imu_pub = self.create_publisher(Imu, "/imu_sensor_broadcaster/imu", SENSOR_QOS)
         self.clock_pub = self.create_publisher(Clock, "/clock", 10)
         self.gt_pub = self.create_publisher(Odometry, "/sim/ground_truth/odometry", 10)
+        latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                             durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        self.morph_pub = self.create_publisher(String, "/sim/ground_truth/morphology", latched)
+        self.hold = False          # True: the physics stops advancing (end of a scenario)
+        self.forces_pub = self.create_publisher(Float64MultiArray, "/sim/ground_truth/contact_forces", 10)
+        self.contact_frames = [c.frame for c in self.robot.contacts]
         self.create_subscription(Float64MultiArray, "/effort_controller/commands", self._on_command, 10)
         self.create_subscription(String, "/sim/damage", self._on_damage, 10)
         self.rejected = 0
-        period = self.steps_per_tick * self.plant.timestep if param("real_time") else 1e-4
-        self.timer = self.create_timer(period, self.tick)
+        self.commands = 0
+        self.watchdog_steps = 0
+        self.step_hooks: List[Callable[[float], None]] = []
+        if float(param("settle")) > 0:
+            self.plant.settle(self.robot.q_stand, float(param("settle")))
+        self.lockstep = bool(param("lockstep"))
+        self.lockstep_timeout = float(param("lockstep_timeout"))
+        self._last_tick = time.monotonic()
+        if self.lockstep:
+            self.timer = self.create_timer(min(0.05, self.lockstep_timeout), self._watchdog)
+        else:
+            period = self.steps_per_tick * self.plant.timestep if param("real_time") else 1e-4
+            self.timer = self.create_timer(period, self.tick)
 
     # ------------------------------------------------------------------ inputs
     def _on_command(self, msg: Float64MultiArray) -> None:
@@ -90,6 +131,14 @@ class MujocoSimNode(Node):
                                       throttle_duration_sec=5.0)
             return
         self.plant.set_torques(dict(zip(self.command_joints, values)))
+        self.commands += 1
+        if self.lockstep:
+            self.tick()
+
+    def _watchdog(self) -> None:
+        if time.monotonic() - self._last_tick >= self.lockstep_timeout:
+            self.watchdog_steps += 1
+            self.tick()
 
     def _on_damage(self, msg: String) -> None:
         from ..ros.damage import apply_damage_yaml
@@ -100,20 +149,35 @@ class MujocoSimNode(Node):
         except InputError as exc:
             self.get_logger().error(f"damage rejected: {exc}")
             return
-        plant.apply_morphology(morph)
+        self.damage(morph)
+
+    def damage(self, morph: Morphology) -> None:
+        """The plant becomes ``morph`` now (published on /sim/ground_truth/morphology)."""
+        from ..ros.damage import morphology_to_yaml
+        self.plant.apply_morphology(morph)
         self.morphology = morph
+        self.revision = getattr(self, "revision", 0) + 1
+        self.morph_pub.publish(String(data=morphology_to_yaml(self.robot.name, morph, self.revision,
+                                                              source="plant")))
         self.get_logger().info(f"plant damaged: {morph.describe()}")
 
     # ------------------------------------------------------------------ the loop
     def tick(self) -> None:
+        if self.hold:
+            return
+        self._last_tick = time.monotonic()
+        for hook in self.step_hooks:
+            hook(self.plant.time)
         self.plant.step(self.steps_per_tick)
         self.publish()
 
     def publish(self) -> None:
         plant, t = self.plant, self.plant.time
-        clock = Clock()
-        _stamp(t, clock.clock)
-        self.clock_pub.publish(clock)
+        if self.ticks % self.clock_every == 0:
+            clock = Clock()
+            _stamp(t, clock.clock)
+            self.clock_pub.publish(clock)
+        self.ticks += 1
         names, pos, vel, effort = plant.joint_states()
         js = JointState()
         _stamp(t, js.header.stamp)
@@ -140,6 +204,7 @@ class MujocoSimNode(Node):
         lin.x, lin.y, lin.z = (float(a) for a in gt.linear_velocity)
         ang.x, ang.y, ang.z = (float(a) for a in gt.angular_velocity)
         self.gt_pub.publish(odom)
+        self.forces_pub.publish(Float64MultiArray(data=plant.contact_force_array(self.contact_frames).tolist()))
 
 
 def main(argv: Optional[List[str]] = None) -> int:

@@ -211,6 +211,19 @@ class Plant:
     def step(self, n: int = 1) -> None:
         mujoco.mj_step(self.model, self.data, nstep=n)
 
+    def settle(self, q_ref: np.ndarray, seconds: float = 0.3, kp: float = 50.0, kd: float = 0.3) -> None:
+        """Joint PD to ``q_ref`` (Pinocchio q) for ``seconds``, so that every foot is down
+        when the controller starts (the scenario runners do this before control)."""
+        for _ in range(int(round(seconds / self.timestep))):
+            q, v = self.q(), self.v()
+            self.set_torques(kp * (q_ref[7:] - q[7:]) - kd * v[6:])
+            self.step()
+
+    def contact_force_array(self, frames) -> np.ndarray:
+        """World contact forces of ``frames`` (zeros when not touching), stacked (3 per frame)."""
+        forces = self.contact_forces()
+        return np.concatenate([np.asarray(forces.get(f, np.zeros(3)), float) for f in frames])
+
     # ------------------------------------------------------------------ sensors
     def joint_states(self):
         """(names, positions, velocities, efforts) of the actuated joints, as encoders give them.

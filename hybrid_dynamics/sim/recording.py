@@ -44,8 +44,8 @@ class BagRecorder:
 
     # ------------------------------------------------------------------ helpers
     def _stamp(self, t: float):
-        sec = int(np.floor(t))
-        return self.Time(sec=sec, nanosec=int(round((t - sec) * 1e9)) % 1_000_000_000)
+        ns = int(round(t * 1e9))
+        return self.Time(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
 
     def _header(self, t: float, frame: str):
         return self.Header(stamp=self._stamp(t), frame_id=frame)
@@ -124,3 +124,84 @@ def read_topics(path: Path) -> Dict[str, int]:
         for conn in reader.connections:
             counts[conn.topic] = counts.get(conn.topic, 0) + conn.msgcount
     return counts
+
+
+def log_from_bag(path: Path, robot):
+    """A run's :class:`~hybrid_dynamics.sim.runner.Log` from a bag recorded through the ROS
+    graph (ros/scenario.py), for the same summary and plots as the library loop: rows at the
+    ground-truth odometry stamps; the estimate, detector statistic and true morphology held
+    from their latest message; QP statistics one row per controller cycle; the morphology
+    timeline from /sim/ground_truth/morphology (damage) and /morphology_manager/morphology."""
+    import pinocchio as pin
+    import yaml
+    from rosbags.rosbag2 import Reader
+
+    from .runner import Log
+    ts = get_typestore(Stores.ROS2_JAZZY)
+    frames = [c.frame for c in robot.contacts]
+    log = Log(forces={f: [] for f in frames})
+    gt_t, est_t, est_p, forces, stat_t, stat, morph_t, alive = [], [], [], [], [], [], [], []
+    n_legs = len(robot.legs)
+
+    def sec(stamp) -> float:
+        return stamp.sec + 1e-9 * stamp.nanosec
+
+    with Reader(Path(path)) as reader:
+        for conn, t_ns, raw in reader.messages():
+            topic = conn.topic
+            if topic not in ("/sim/ground_truth/odometry", "/state_estimator/odometry", "/whole_body_controller/cycle",
+                             "/sim/ground_truth/contact_forces", "/morphology_manager/detector",
+                             "/sim/ground_truth/morphology", "/morphology_manager/morphology"):
+                continue
+            msg = ts.deserialize_cdr(raw, conn.msgtype)
+            t_bag = t_ns * 1e-9
+            if topic == "/sim/ground_truth/odometry":
+                p, o = msg.pose.pose.position, msg.pose.pose.orientation
+                gt_t.append(sec(msg.header.stamp))
+                log.pos.append(np.array([p.x, p.y, p.z]))
+                R = pin.Quaternion(o.w, o.x, o.y, o.z).toRotationMatrix()
+                log.rpy.append(pin.rpy.matrixToRpy(R))
+            elif topic == "/state_estimator/odometry":
+                p = msg.pose.pose.position
+                est_t.append(sec(msg.header.stamp))
+                est_p.append(np.array([p.x, p.y, p.z]))
+            elif topic == "/sim/ground_truth/contact_forces":
+                forces.append(np.asarray(msg.data, float).reshape(-1, 3))
+            elif topic == "/whole_body_controller/cycle":
+                d = np.asarray(msg.data, float)
+                log.solve_ms.append(float(d[0]))
+                log.cycle_ms.append(float(d[1]))
+                log.fallback.append(bool(d[2] > 0.5))
+                log.infeasible.append(bool(d[3] > 0.5))
+            elif topic == "/morphology_manager/detector":
+                stat_t.append(t_bag)
+                stat.append(float(msg.data[0]))
+            else:
+                data = yaml.safe_load(msg.data) or {}
+                desc = data.get("description", "")
+                if topic == "/sim/ground_truth/morphology":
+                    morph_t.append(t_bag)
+                    alive.append(sum(1 for k in (data.get("links_kept") or {}).values() if k > 0))
+                    log.events.append({"t": round(t_bag, 4), "kind": "damage", "morphology": desc})
+                elif int(data.get("revision", 0)) > 0:
+                    source = data.get("source", "")
+                    if source == "detected":
+                        log.events.append({"t": round(t_bag, 4), "kind": "detection", "what": desc})
+                    log.events.append({"t": round(t_bag, 4), "kind": "morphology", "source": source,
+                                       "morphology": desc})
+    log.t = gt_t
+    t = np.asarray(gt_t)
+
+    def held(times, values, default):
+        """The latest value at or before each row time (``default`` before the first)."""
+        idx = np.searchsorted(np.asarray(times), t, side="right") - 1
+        return [values[i] if i >= 0 else default for i in idx]
+    log.est_pos = held(est_t, est_p, np.full(3, np.nan))
+    log.statistic = held(stat_t, stat, np.nan)
+    log.legs_alive = held(morph_t, alive, n_legs)
+    for k in range(len(t)):
+        F = forces[k] if k < len(forces) else np.zeros((len(frames), 3))
+        for i, f in enumerate(frames):
+            log.forces[f].append(F[i] if i < len(F) else np.zeros(3))
+    log.events.sort(key=lambda e: e["t"])
+    return log

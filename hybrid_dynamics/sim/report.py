@@ -100,7 +100,7 @@ def write_plots(run, out: Path) -> List[str]:
                     rotation=90, fontsize=6, va="bottom")
     mark(a1)
     a2.semilogy(t, np.maximum(lg.statistic, 1e-3))
-    a2.axhline(run.detector.config.threshold, color="k", ls=":", label="threshold")
+    a2.axhline(run.threshold, color="k", ls=":", label="threshold")
     mark(a2)
     a2.set_ylabel("detector |e| (N)")
     a2.set_xlabel("t (s)")

@@ -30,26 +30,18 @@ from typing import Dict, List, Optional
 import numpy as np
 import pinocchio as pin
 
-from ..control.locomotion import LocomotionConfig, LocomotionPlanner
 from ..errors import InputError
 from ..estimation.base_estimator import BaseEstimator, ImuSample
 from ..estimation.damage_detector import DamageDetector
 from ..model.morphology import Morphology, MorphologyMap
 from ..model.robot import load_robot
+from ..ros.pipeline import GaitCore, to_references  # noqa: F401  (to_references: re-exported)
 from .plant import ImuNoise, Plant
 from .scenario import Scenario, check_events
 
+SETTLE_S = 0.3                  # s of joint PD on the standing pose before control starts
 FALL_TILT_DEG = 45.0
 FALL_HEIGHT_FRACTION = 0.4      # of the standing height
-
-
-def to_references(ref):
-    """A :class:`LocomotionReference` as the controller's :class:`References`."""
-    from ..control.references import OrientationTarget, References, Target
-    return References(
-        com=Target(ref.com_position, ref.base_linear_velocity, ref.base_linear_acceleration),
-        base_orientation=OrientationTarget(ref.base_orientation, ref.base_angular_velocity),
-        swing_feet={f: Target(x.position, x.velocity, x.acceleration) for f, x in ref.feet.items() if not x.stance})
 
 
 @dataclass
@@ -92,7 +84,7 @@ class ScenarioRun:
         sc, robot = self.sc, self.robot
         self.plant = Plant(robot, noise=ImuNoise.from_dict(sc.sensors), seed=sc.seed)
         self.estimator = BaseEstimator(robot)
-        self.planner = LocomotionPlanner(robot, LocomotionConfig.from_dict(sc.locomotion))
+        self.gait = GaitCore(robot, sc.locomotion)
         self.detector = DamageDetector(robot, sc.detector)
         from ..control.controller import WholeBodyController
         self.controller = WholeBodyController(robot, dict(sc.controller))
@@ -110,7 +102,7 @@ class ScenarioRun:
         self.mmap = None if morph.is_healthy() else MorphologyMap(self.robot, morph)
         mmap = self.mmap if self.mmap is not None else MorphologyMap(self.robot, morph)
         self.controller.set_morphology(self.mmap)
-        self.planner.set_morphology(self.mmap, t)
+        self.gait.set_morphology(morph, t)
         self.estimator.set_active_contacts([c.frame for c in mmap.contacts])
         self.detector.set_morphology(morph, t)
         self.log.events.append({"t": round(t, 4), "kind": "morphology", "source": source,
@@ -168,38 +160,32 @@ class ScenarioRun:
         wall = time.perf_counter() - wall0
         if self.progress:
             print(file=sys.stderr)
-        summary = self._summary(reason, wall)
-        if error:
-            summary["traceback"] = error
-        if self.want_plots and self.log.t:
-            try:
-                from .report import write_plots
-                summary["plots"] = write_plots(self, self.out)
-            except Exception as exc:
-                summary["plots_error"] = f"{type(exc).__name__}: {exc}"
-        (self.out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-        return summary
+        return finish(self, self.out, reason, wall, error, self.want_plots)
+
+    @property
+    def threshold(self) -> float:
+        return self.detector.config.threshold
+
+    @property
+    def final_morphology(self) -> str:
+        return self.morphology.describe()
 
     def _loop(self) -> str:
         sc, plant, robot = self.sc, self.plant, self.robot
         dt_plant = plant.timestep
         decimation = max(1, int(round(1.0 / (sc.control_rate * dt_plant))))
         # settle on the standing pose (joint PD) so that every foot is down when control starts
-        for _ in range(int(0.3 / dt_plant)):
-            q, v = plant.q(), plant.v()
-            plant.set_torques(50.0 * (robot.q_stand[7:] - q[7:]) - 0.3 * v[6:])
-            plant.step()
+        plant.settle(robot.q_stand, SETTLE_S)
         t_start = plant.time
         self.stand_height = plant.q()[2]
-        self.planner.reset(t_start, plant.q())     # footholds: where the feet are now
         cmd = sc.cmd_vel
-        self.planner.set_command(cmd["linear_x"], cmd["linear_y"], cmd["angular_z"])
+        self.gait.set_command(cmd["linear_x"], cmd["linear_y"], cmd["angular_z"])
+        self.gait.start(t_start, plant.q())        # footholds: where the feet are now
         end = t_start + self.duration
         damage_time = None if sc.damage_at is None else t_start + sc.damage_at
         last_print = -1.0
         wall0 = time.perf_counter()
         stance = {f: True for f in self.frames}
-        nj = len(robot.joint_names)
         while plant.time < end - 1e-9:
             t = plant.time
             # ---- sensors
@@ -232,12 +218,12 @@ class ScenarioRun:
                 if not self.declared:
                     self._set_morphology(morph, t, "detected")
             # ---- locomotion and control
-            ref = self.planner.update(t)
-            stance = {f: ref.feet[f].stance if f in ref.feet else False for f in self.frames}
+            refs, stance = self.gait.update(t, state.q)
             q, v = state.q, state.v
             if self.mmap is not None:
                 q, v = self.mmap.reduce_q(q), self.mmap.reduce_v(v)
-            out = self.controller.update(q, v, {f: s for f, s in stance.items() if f in ref.feet}, to_references(ref))
+            feet = self.gait.reference.feet
+            out = self.controller.update(q, v, {f: s for f, s in stance.items() if f in feet}, refs)
             plant.set_torques(out.tau)
             # ---- record
             self._record(t, state, out, names, qj, vj, imu)
@@ -250,11 +236,9 @@ class ScenarioRun:
                 return f"fell: base height {lg.pos[-1][2]:.3f} m at t = {t - t_start:.2f} s"
             if self.progress and plant.time - last_print >= 0.5:
                 last_print = plant.time
-                wall = time.perf_counter() - wall0
-                rtf = (plant.time - t_start) / max(wall, 1e-9)
-                print(f"\r[{sc.name}] t = {plant.time - t_start:5.1f}/{self.duration:.1f} s  "
-                      f"x = {lg.pos[-1][0] - lg.pos[0][0]:+.2f} m  RTF {rtf:4.1f}  "
-                      f"{self.morphology.describe()[:60]:<60}", end="", file=sys.stderr, flush=True)
+                rtf = (plant.time - t_start) / max(time.perf_counter() - wall0, 1e-9)
+                progress_line(sc.name, plant.time - t_start, self.duration, lg.pos[-1][0] - lg.pos[0][0], rtf,
+                              self.morphology.describe())
         return "completed"
 
     def _record(self, t, state, out, names, qj, vj, imu) -> None:
@@ -288,58 +272,85 @@ class ScenarioRun:
             c = self.sc.cmd_vel
             bag.twist(t, c["linear_x"], c["linear_y"], c["angular_z"])
 
-    # ------------------------------------------------------------------ summary
-    def _summary(self, reason: str, wall: float) -> dict:
-        lg, sc = self.log, self.sc
-        summary = {"scenario": sc.name, "robot": sc.robot, "description": sc.description,
-                   "stopped": reason, "completed": reason == "completed",
-                   "damage_declared": self.declared if sc.damage_at is not None else None,
-                   "controller": "WholeBodyController (QP)", "control_rate_hz": sc.control_rate}
-        if not lg.t:
-            summary.update({"simulated_s": 0.0, "fell": None})
-            return summary
-        t = np.array(lg.t) - lg.t[0]
-        pos = np.array(lg.pos)
-        rpy = np.degrees(np.array(lg.rpy))
-        sim_time = float(t[-1] + (t[1] - t[0] if len(t) > 1 else 0.0))
-        td = None if self.t_damage is None else self.t_damage - lg.t[0]
-        i_d = len(t) - 1 if td is None else int(np.searchsorted(t, td))
-        dist_before = float(pos[i_d, 0] - pos[0, 0])
-        dist_after = float(pos[-1, 0] - pos[i_d, 0]) if td is not None else 0.0
-        fell = reason.startswith("fell")
-        summary.update({
-            "simulated_s": round(sim_time, 3),
-            "distance_before_damage_m": round(dist_before, 4),
-            "distance_after_damage_m": round(dist_after, 4),
-            "speed_before_damage_mps": round(_speed(t, pos, 1.0, td if td is not None else t[-1]), 4),
-            "speed_after_damage_mps": round(_speed(t, pos, td + 1.0, t[-1]), 4) if td is not None else None,
-            "lateral_drift_m": round(float(pos[-1, 1] - pos[0, 1]), 4),
-            "max_abs_roll_deg": round(float(np.abs(rpy[:, 0]).max()), 3),
-            "max_abs_pitch_deg": round(float(np.abs(rpy[:, 1]).max()), 3),
-            "min_base_height_m": round(float(pos[:, 2].min()), 4),
-            "fell": fell,
-            "qp_p50_ms": round(float(np.percentile(lg.solve_ms, 50)), 4),
-            "qp_p99_ms": round(float(np.percentile(lg.solve_ms, 99)), 4),
-            "control_cycle_p99_ms": round(float(np.percentile(lg.cycle_ms, 99)), 4),
-            "fallbacks": int(np.sum(lg.fallback)),
-            "infeasible": int(np.sum(lg.infeasible)),
-            "damage_at_s": None if td is None else round(td, 4),
-            "detection_latency_s": None,
-            "detections": [e for e in lg.events if e["kind"] == "detection"],
-            "false_detections": 0,
-            "real_time_factor": round(sim_time / max(wall, 1e-9), 3),
-            "wall_s": round(wall, 3),
-            "morphology_timeline": lg.events,
-        })
-        first = self.detection_t
-        if first is not None:
-            if td is None or first < self.t_damage:
-                summary["false_detections"] = sum(1 for e in lg.events if e["kind"] == "detection"
-                                                  and (td is None or e["t"] < self.t_damage))
-            else:
-                summary["detection_latency_s"] = round(first - self.t_damage, 4)
-        summary["final_morphology"] = self.morphology.describe()
+
+
+# ---------------------------------------------------------------------- shared by both runners
+def progress_line(name: str, t: float, duration: float, x: float, rtf: float, morphology: str) -> None:
+    print(f"\r[{name}] t = {t:5.1f}/{duration:.1f} s  x = {x:+.2f} m  RTF {rtf:4.1f}  {morphology[:60]:<60}",
+          end="", file=sys.stderr, flush=True)
+
+
+def finish(run, out: Path, reason: str, wall: float, error: Optional[str] = None, plots: bool = True) -> dict:
+    """summary.json (and the plots) of a run; ``run`` has the attributes of :class:`ScenarioRun`
+    that :func:`summarize` and report.write_plots read (the graph runner's record has them too)."""
+    summary = summarize(run, reason, wall)
+    if error:
+        summary["traceback"] = error
+    if plots and run.log.t:
+        try:
+            from .report import write_plots
+            summary["plots"] = write_plots(run, out)
+        except Exception as exc:
+            summary["plots_error"] = f"{type(exc).__name__}: {exc}"
+    Path(out).mkdir(parents=True, exist_ok=True)
+    (Path(out) / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    return summary
+
+
+def summarize(run, reason: str, wall: float) -> dict:
+    """The summary of a run (``run``: a ScenarioRun or the graph runner's record)."""
+    lg, sc = run.log, run.sc
+    summary = {"scenario": sc.name, "robot": sc.robot, "description": sc.description,
+               "stopped": reason, "completed": reason == "completed",
+               "damage_declared": run.declared if sc.damage_at is not None else None,
+               "controller": "WholeBodyController (QP)", "control_rate_hz": sc.control_rate,
+               "runner": getattr(run, "runner", "library")}
+    if not lg.t:
+        summary.update({"simulated_s": 0.0, "fell": None})
         return summary
+    t = np.array(lg.t) - lg.t[0]
+    pos = np.array(lg.pos)
+    rpy = np.degrees(np.array(lg.rpy))
+    sim_time = float(t[-1] + (t[1] - t[0] if len(t) > 1 else 0.0))
+    td = None if run.t_damage is None else run.t_damage - lg.t[0]
+    i_d = len(t) - 1 if td is None else int(np.searchsorted(t, td))
+    dist_before = float(pos[i_d, 0] - pos[0, 0])
+    dist_after = float(pos[-1, 0] - pos[i_d, 0]) if td is not None else 0.0
+    fell = reason.startswith("fell")
+    summary.update({
+        "simulated_s": round(sim_time, 3),
+        "distance_before_damage_m": round(dist_before, 4),
+        "distance_after_damage_m": round(dist_after, 4),
+        "speed_before_damage_mps": round(_speed(t, pos, 1.0, td if td is not None else t[-1]), 4),
+        "speed_after_damage_mps": round(_speed(t, pos, td + 1.0, t[-1]), 4) if td is not None else None,
+        "lateral_drift_m": round(float(pos[-1, 1] - pos[0, 1]), 4),
+        "max_abs_roll_deg": round(float(np.abs(rpy[:, 0]).max()), 3),
+        "max_abs_pitch_deg": round(float(np.abs(rpy[:, 1]).max()), 3),
+        "min_base_height_m": round(float(pos[:, 2].min()), 4),
+        "fell": fell,
+        "qp_p50_ms": round(float(np.percentile(lg.solve_ms, 50)), 4),
+        "qp_p99_ms": round(float(np.percentile(lg.solve_ms, 99)), 4),
+        "control_cycle_p99_ms": round(float(np.percentile(lg.cycle_ms, 99)), 4),
+        "fallbacks": int(np.sum(lg.fallback)),
+        "infeasible": int(np.sum(lg.infeasible)),
+        "damage_at_s": None if td is None else round(td, 4),
+        "detection_latency_s": None,
+        "detections": [e for e in lg.events if e["kind"] == "detection"],
+        "false_detections": 0,
+        "real_time_factor": round(sim_time / max(wall, 1e-9), 3),
+        "wall_s": round(wall, 3),
+        "morphology_timeline": lg.events,
+    })
+    first = run.detection_t
+    if first is not None:
+        if td is None or first < run.t_damage:
+            summary["false_detections"] = sum(1 for e in lg.events if e["kind"] == "detection"
+                                              and (td is None or e["t"] < run.t_damage))
+        else:
+            summary["detection_latency_s"] = round(first - run.t_damage, 4)
+    summary["final_morphology"] = run.final_morphology
+    summary.update(getattr(run, "extra_summary", {}))
+    return summary
 
 
 def _speed(t: np.ndarray, pos: np.ndarray, t0: float, t1: float) -> float:

@@ -1,0 +1,290 @@
+"""A scenario through the ROS 2 graph, in one process: ``hybrid-dynamics demo``.
+
+One rclpy context and executor (ros/graph.py) host
+
+  mujoco_sim            the plant (sim/node.py), ``lockstep``: it advances one control period
+                        each time a command arrives, publishing /joint_states (actuated joints),
+                        the IMU (noise and bias of the scenario), /clock, ground truth
+  state_estimator       its own filter -> ~/odometry, ~/joint_states_full
+  whole_body_controller ``trigger: joint_states`` (one cycle per joint state), ``gait: true``
+                        (owns the locomotion planner, follows /cmd_vel and the morphology)
+  morphology_manager    ~/damage, and automatic detection (``detector: true``)
+  scenario_driver       /cmd_vel (10 Hz of simulated time); at the damage time, the plant is
+                        damaged (exactly, in the sim's step hook) and, if declared, the event
+                        goes to /morphology_manager/damage
+  bag_recorder          every topic, MCAP (ros/bag.py)
+
+Every node runs on simulated time (``use_sim_time``, /clock); nothing paces the simulation
+but the computation, so the real-time factor is what the graph sustains. When the run ends
+(duration, a fall, an error, Ctrl-C) the bag is closed and the plots and summary.json are
+made from the bag (sim/recording.log_from_bag, sim/report.py, sim/runner.summarize).
+"""
+from __future__ import annotations
+
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+import yaml
+from geometry_msgs.msg import Twist
+from rclpy.parameter import Parameter
+from std_msgs.msg import String
+
+from ..errors import InputError
+from ..model.morphology import Morphology
+from ..model.robot import load_robot
+from .damage import apply_event
+from .graph import Graph
+from .lean import LeanNode
+
+SIM_TOPICS = {
+    "/clock": "rosgraph_msgs/msg/Clock",
+    "/sim/ground_truth/odometry": "nav_msgs/msg/Odometry",
+    "/sim/ground_truth/contact_forces": "std_msgs/msg/Float64MultiArray",
+    "/sim/ground_truth/morphology": "std_msgs/msg/String",
+    "/whole_body_controller/cycle": "std_msgs/msg/Float64MultiArray",
+    "/whole_body_controller/markers": "visualization_msgs/msg/MarkerArray",
+    "/morphology_manager/detector": "std_msgs/msg/Float64MultiArray",
+}
+CLOCK_RATE = 50.0       # Hz of /clock: the nodes' timers (diagnostics, markers, /cmd_vel) need no more
+STALL_S = 20.0          # wall seconds without simulated progress: the run is stuck
+
+
+class ScenarioDriver(LeanNode):
+    """/cmd_vel of the scenario, and its damage at the scenario time (module docstring)."""
+
+    def __init__(self, scenario, sim, t_start: float, declared: bool, **kwargs):
+        super().__init__("scenario_driver", **kwargs)
+        self.sc, self.sim = scenario, sim
+        self.declared = declared
+        self.cmd_pub = self.create_publisher(Twist, "/cmd_vel", 10)
+        self.damage_pub = self.create_publisher(String, "/morphology_manager/damage", 10)
+        self.damage_time = None if scenario.damage_at is None else t_start + scenario.damage_at
+        self.t_damage: Optional[float] = None
+        self.true_morphology: Optional[Morphology] = None
+        self.twist = Twist()
+        self.twist.linear.x = scenario.cmd_vel["linear_x"]
+        self.twist.linear.y = scenario.cmd_vel["linear_y"]
+        self.twist.angular.z = scenario.cmd_vel["angular_z"]
+        self.create_timer(0.1, self.publish_cmd)             # simulated time
+        sim.step_hooks.append(self.on_step)
+        self.publish_cmd()
+
+    def publish_cmd(self) -> None:
+        self.cmd_pub.publish(self.twist)
+
+    def on_step(self, t: float) -> None:
+        if self.damage_time is None or self.t_damage is not None or t < self.damage_time - 1e-9:
+            return
+        plant = self.sim.plant
+        morph = self.sim.morphology
+        for event in self.sc.damage_events:
+            morph = apply_event(morph, event, current_angle=lambda j: float(plant.q()[7 + plant.joint_names.index(j)]))
+        self.t_damage = t
+        self.true_morphology = morph
+        self.sim.damage(morph)
+        if self.declared:
+            self.damage_pub.publish(String(data=yaml.safe_dump(self.sc.damage_events)))
+
+
+class GraphRun:
+    """``run()`` a scenario through the graph; the attributes are those sim/runner.summarize
+    and sim/report.write_plots read."""
+
+    runner = "ros2 graph (one process)"
+
+    def __init__(self, scenario, out: Path, *, duration: Optional[float] = None, undeclared: bool = False,
+                 progress: bool = True, plots: bool = True):
+        from ..sim.scenario import check_events
+        self.sc = scenario
+        self.out = Path(out)
+        self.duration = float(duration if duration is not None else scenario.duration)
+        if not self.duration > 0:
+            raise InputError(f"duration must be positive, got {self.duration}", field="duration")
+        self.declared = scenario.declared and not undeclared
+        self.progress, self.want_plots = progress, plots
+        self.robot = load_robot(scenario.robot)
+        if self.robot.mjcf is None:
+            raise InputError(f"robot '{self.robot.name}' has no MJCF to simulate", file=str(scenario.path))
+        check_events(scenario, self.robot)
+        from ..estimation.damage_detector import DamageDetectorConfig
+        self.threshold = DamageDetectorConfig.from_dict(scenario.detector).threshold
+        self.t_damage = self.detection_t = None
+        self.final_morphology = Morphology.healthy(self.robot).describe()
+        self.extra_summary: dict = {}
+
+    # ------------------------------------------------------------------ set-up
+    def _params(self) -> dict:
+        sc = self.sc
+        ctrl = {"trigger": "joint_states", "gait": True, "update_rate": float(sc.control_rate),
+                "gait_config": yaml.safe_dump(dict(sc.locomotion)), "use_sim_time": True}
+        unknown = set(sc.controller) - {"solver"}
+        if unknown:
+            raise InputError(f"controller settings the graph does not take: {', '.join(sorted(unknown))}",
+                             file=str(sc.path), field="controller")
+        if "solver" in sc.controller:
+            ctrl["solver"] = str(sc.controller["solver"])
+        return {"whole_body_controller": ctrl,
+                "state_estimator": {"use_sim_time": True, "stance_topic": "/whole_body_controller/cycle"},
+                "morphology_manager": {"use_sim_time": True, "detector": True,
+                                       "detector_config": yaml.safe_dump(dict(sc.detector))}}
+
+    def _sim_params(self):
+        sc = self.sc
+        from ..sim.runner import SETTLE_S
+        values = {"robot": self.robot.name, "publish_rate": float(sc.control_rate), "lockstep": True,
+                  "settle": SETTLE_S, "seed": int(sc.seed), "clock_rate": CLOCK_RATE}
+        for key, value in sc.sensors.items():
+            values[f"sensors.{key}"] = [float(x) for x in value] if isinstance(value, (list, tuple)) else float(value)
+        return [Parameter(k, value=v) for k, v in values.items()]
+
+    # ------------------------------------------------------------------ the run
+    def run(self) -> dict:
+        from ..sim.runner import finish
+        self.out.mkdir(parents=True, exist_ok=True)
+        bag_dir = self.out / "bag"
+        if bag_dir.exists():
+            import shutil
+            shutil.rmtree(bag_dir)
+        reason, error = "completed", None
+        wall0 = time.perf_counter()
+        graph = recorder = None
+        sim_wall = 0.0
+        try:
+            graph, recorder = self._build(bag_dir)
+            wall0 = time.perf_counter()
+            reason = self._loop(graph)
+        except KeyboardInterrupt:
+            reason = "interrupted (Ctrl-C)"
+        except Exception as exc:      # a crash part-way: keep what was recorded and say why
+            reason = f"error: {type(exc).__name__}: {exc}"
+            error = traceback.format_exc()
+        finally:
+            sim_wall = time.perf_counter() - wall0
+            if graph is not None:
+                self._collect(graph)
+                try:
+                    graph.shutdown()           # destroys the recorder: the bag is closed
+                except Exception as exc:
+                    reason += f"; shutdown: {exc}"
+        if self.progress:
+            print(file=sys.stderr)
+        from ..sim.recording import log_from_bag
+        self.log = log_from_bag(bag_dir, self.robot) if (bag_dir / "metadata.yaml").is_file() else None
+        if self.log is None:
+            from ..sim.runner import Log
+            self.log = Log()
+        return finish(self, self.out, reason, getattr(self, "loop_wall", sim_wall), error, self.want_plots)
+
+    def _build(self, bag_dir: Path):
+        from ..sim.node import MujocoSimNode
+        from .bag import TOPICS, BagRecorder
+        graph = Graph(self.robot, params=self._params(), single_threaded=True, parameter_services=False)
+        quiet = {"start_parameter_services": False, "default_events": False}
+        try:
+            self.sim = graph.add_node(MujocoSimNode(self.robot, context=graph.context,
+                                                    parameter_overrides=self._sim_params(), **quiet))
+            self.t_start = self.sim.plant.time
+            self.stand_height = float(self.sim.plant.q()[2])
+            self.driver = graph.add_node(ScenarioDriver(self.sc, self.sim, self.t_start, self.declared,
+                                                        context=graph.context, **quiet,
+                                                        parameter_overrides=[Parameter("use_sim_time", value=True)]))
+            topics = dict(TOPICS)
+            topics.update(SIM_TOPICS)
+            try:
+                import tf2_msgs.msg  # noqa: F401
+                topics["/tf"] = "tf2_msgs/msg/TFMessage"
+            except ImportError:
+                pass
+            ctrl = graph.nodes["whole_body_controller"]
+            recorder = graph.add_node(BagRecorder(bag_dir, self.robot, topics=topics, controller_params=ctrl.flat,
+                                                  context=graph.context, **quiet,
+                                                  parameter_overrides=[Parameter("use_sim_time", value=True)]))
+            self.sim.step_hooks.append(self._watch)
+            self.stop_reason: Optional[str] = None
+        except BaseException:
+            graph.shutdown()
+            raise
+        return graph, recorder
+
+    def _watch(self, t: float) -> None:
+        """In the sim's step: stop the physics at the end or on a fall (ground truth)."""
+        from ..sim.runner import FALL_HEIGHT_FRACTION, FALL_TILT_DEG
+        plant = self.sim.plant
+        if t >= self.t_start + self.duration - 1e-9:
+            self.stop_reason = self.stop_reason or "completed"
+        q = plant.q()
+        x, y, z, w = q[3:7]
+        roll = np.degrees(np.arctan2(2 * (w * x + y * z), 1 - 2 * (x * x + y * y)))
+        pitch = np.degrees(np.arcsin(np.clip(2 * (w * y - z * x), -1, 1)))
+        if self.stop_reason is None and max(abs(roll), abs(pitch)) > FALL_TILT_DEG:
+            self.stop_reason = f"fell: tilt over {FALL_TILT_DEG:.0f} deg at t = {t - self.t_start:.2f} s"
+        if self.stop_reason is None and q[2] < FALL_HEIGHT_FRACTION * self.stand_height:
+            self.stop_reason = f"fell: base height {q[2]:.3f} m at t = {t - self.t_start:.2f} s"
+        if self.stop_reason is not None:
+            self.sim.hold = True
+
+    def _loop(self, graph: Graph) -> str:
+        # every subscription matched (DDS discovery, wall time) before the physics starts
+        ctrl, est = graph.nodes["whole_body_controller"], graph.nodes["state_estimator"]
+        sim = self.sim
+        sim.hold = True
+        graph.start()
+
+        def matched() -> bool:
+            return (sim.js_pub.get_subscription_count() >= 4 and sim.imu_pub.get_subscription_count() >= 3
+                    and sim.gt_pub.get_subscription_count() >= 1 and ctrl.cmd_pub.get_subscription_count() >= 2
+                    and ctrl.cycle_pub.get_subscription_count() >= 2 and est.odom_pub.get_subscription_count() >= 2
+                    and est.js_pub.get_subscription_count() >= 2)
+        if not graph.spin_until(matched, timeout=30.0):
+            return "error: the nodes did not discover each other in 30 s"
+        sim.hold = False
+        wall0, cpu0 = time.perf_counter(), time.process_time()
+        sim0 = self.sim.plant.time
+        last_t, last_progress = sim0, time.monotonic()
+        printed = -np.inf
+        while self.stop_reason is None:
+            time.sleep(0.05)
+            if graph.error is not None:
+                raise graph.error
+            t = self.sim.plant.time
+            if t > last_t:
+                last_t, last_progress = t, time.monotonic()
+            elif time.monotonic() - last_progress > STALL_S:
+                return f"error: no simulated progress for {STALL_S:.0f} s at t = {t - self.t_start:.2f} s"
+            if self.progress and time.monotonic() - printed >= 0.5:
+                printed = time.monotonic()
+                from ..sim.runner import progress_line
+                rtf = (t - sim0) / max(time.perf_counter() - wall0, 1e-9)
+                mm = graph.nodes["morphology_manager"].morphology.describe()
+                progress_line(self.sc.name, t - self.t_start, self.duration,
+                              float(self.sim.plant.q()[0] - self.sim.robot.q_stand[0]), rtf, mm)
+        self.loop_wall = time.perf_counter() - wall0
+        simulated = self.sim.plant.time - sim0
+        self.rtf = simulated / max(self.loop_wall, 1e-9)
+        # simulated s per CPU s of this process: the RTF on a core of its own (the 2 cores
+        # are shared, so the wall-clock RTF depends on what else runs)
+        self.extra_summary["cpu_real_time_factor"] = round(simulated / max(time.process_time() - cpu0, 1e-9), 3)
+        graph.spin_until(lambda: False, timeout=0.3)         # the last messages reach the bag
+        return self.stop_reason
+
+    def _collect(self, graph: Graph) -> None:
+        ctrl = graph.nodes.get("whole_body_controller")
+        mm = graph.nodes.get("morphology_manager")
+        driver = getattr(self, "driver", None)
+        if driver is not None:
+            self.t_damage = driver.t_damage
+        if mm is not None:
+            self.final_morphology = mm.morphology.describe()
+            self.detection_t = mm.detections[0]["t"] if mm.detections else None
+        if ctrl is not None:
+            self.extra_summary.update({
+                "controller_cycles": int(ctrl.cycles),
+                "controller_safe_cycles": int(ctrl.safe_cycles),
+                "sim_watchdog_steps": int(getattr(self.sim, "watchdog_steps", 0)),
+            })
+        if hasattr(self, "rtf"):
+            self.extra_summary["graph_real_time_factor"] = round(self.rtf, 3)
