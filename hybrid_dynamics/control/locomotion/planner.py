@@ -179,7 +179,12 @@ class LocomotionPlanner:
         q0 = mmap.expand_q(mmap.reduce_q(self.robot.q_stand)) if mmap is not None else self.robot.q_stand.copy()
         q0[:3] = 0.0
         data = model.createData()
-        self.com_offset = pin.centerOfMass(model, data, q0)[:2].copy()
+        com0 = pin.centerOfMass(model, data, q0)
+        self.com_offset = com0[:2].copy()
+        # the CoM height target is the standing CoM height (base height + the CoM's offset
+        # below the base at the standing pose), not the base height: a CoM target at the
+        # base height lifts the body ~2 cm and drives the legs towards their joint limits
+        self.com_dz = float(com0[2])
         if self.t is not None and self.scheduler is not None:
             # feet in the air land during the settle time, straight down to their foothold
             for frame in list(self.nominal):
@@ -333,6 +338,7 @@ class LocomotionPlanner:
         quat = pin.Quaternion(R).coeffs().copy()
         com = base.copy()
         com[:2] = self._com_xy(base[:2], yaw)
+        com[2] = self.height + self.com_dz
 
         feet: Dict[str, FootReference] = {}
         zero = np.zeros(3)
