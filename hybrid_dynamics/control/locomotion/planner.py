@@ -178,6 +178,8 @@ class LocomotionPlanner:
         model = mmap.model if mmap is not None else self.robot.model
         q0 = mmap.expand_q(mmap.reduce_q(self.robot.q_stand)) if mmap is not None else self.robot.q_stand.copy()
         q0[:3] = 0.0
+        q0[3:7] = (0, 0, 0, 1)
+        self.held = self._held_feet(model, q0, legs, mmap)
         data = model.createData()
         com0 = pin.centerOfMass(model, data, q0)
         self.com_offset = com0[:2].copy()
@@ -201,6 +203,41 @@ class LocomotionPlanner:
         if pattern.static:
             # shift right away into the polygon of every walking foot, then per slot
             self._plan_offset(t, t + max(settle, 0.2), exclude=None)
+
+    def _held_feet(self, model, q0: np.ndarray, legs: Sequence[str], mmap) -> Dict[str, np.ndarray]:
+        """Base-frame targets of the feet of legs that do not walk (a joint locked), each
+        *reachable* with the leg's free joints: the tuck point (under the hip, ``tuck`` above
+        the standing foot) is approached by damped least squares on the free joints within
+        their limits, and the point reached is the target. An unreachable target would make
+        the swing-foot task move the body instead (a locked femur: the body rose 3 cm and
+        shifted 5 cm). ``q0`` is updated in place to that posture (the CoM offset uses it)."""
+        held: Dict[str, np.ndarray] = {}
+        if mmap is None:
+            return held
+        data = model.createData()
+        locked = set(mmap.locked_joints)
+        for leg in self.robot.legs:
+            frame = leg.contact_frame
+            if leg.name in legs or frame not in {c.frame for c in mmap.contacts}:
+                continue
+            fid = model.getFrameId(frame)
+            nominal = self.nominal0[frame]
+            goal = np.array([0.85 * nominal[0], 0.85 * nominal[1], nominal[2] + self.config.tuck])
+            free = [j for j in leg.joints if j not in locked and model.joints[j].nv == 1]
+            iq = [model.joints[j].idx_q for j in free]
+            iv = [model.joints[j].idx_v for j in free]
+            lo, hi = model.lowerPositionLimit[iq], model.upperPositionLimit[iq]
+            for _ in range(50):
+                pin.framesForwardKinematics(model, data, q0)
+                err = goal - data.oMf[fid].translation
+                if np.linalg.norm(err) < 1e-5 or not free:
+                    break
+                J = pin.computeFrameJacobian(model, data, q0, fid, pin.LOCAL_WORLD_ALIGNED)[:3, iv]
+                dq = J.T @ np.linalg.solve(J @ J.T + 1e-4 * np.eye(3), err)
+                q0[iq] = np.clip(q0[iq] + dq, lo, hi)
+            pin.framesForwardKinematics(model, data, q0)
+            held[frame] = data.oMf[fid].translation.copy()
+        return held
 
     def _redistribute(self, legs: Sequence[str], pattern: GaitPattern) -> None:
         """Footholds for a static gait: turn each walking leg about its hip by one of a few
@@ -347,7 +384,10 @@ class LocomotionPlanner:
             if self.morphology_map is not None and frame not in {c.frame for c in self.morphology_map.contacts}:
                 continue
             if leg not in self.walking:       # held up, tucked towards the hip
-                p = base + R @ (np.array([0.85 * nominal[0], 0.85 * nominal[1], nominal[2] + self.config.tuck]))
+                rel = self.held.get(frame)
+                if rel is None:
+                    rel = np.array([0.85 * nominal[0], 0.85 * nominal[1], nominal[2] + self.config.tuck])
+                p = base + R @ rel
                 self.feet_pos[frame] = p
                 feet[frame] = FootReference(p, v_lin.copy(), zero.copy(), False)
                 continue
