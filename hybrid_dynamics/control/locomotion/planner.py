@@ -6,11 +6,19 @@ stays where it landed; a swing foot lands at ``N(t_td + T_stance/2) n_i`` (under
 point at mid-stance, a Raibert-style foothold re-computed every cycle while it swings, so it
 follows a changing command) along :func:`~.swing.swing_point`.
 
-The base follows ``N(t)`` at the standing height, level, plus an offset ``O(t)`` for static
-gaits: at the start of each slot the offset target ``O_k`` is the smallest shift that keeps the
-CoM at least ``margin`` inside the support polygon of the feet that stay down for the whole
-swing of that slot (at its start and at its end: the body keeps moving while the leg swings),
-and the body moves there, minimum-jerk, while every foot is down.
+The base follows ``N(t)`` at the standing height, level. For static gaits the CoM instead
+follows a path planned at the start of every slot over the next ``body_horizon`` gait cycles
+(:mod:`.body`): bounded acceleration, C1 across re-plans, at least ``stability_margin`` inside
+the polygon of the feet that are down at each instant (the feet's current positions and the
+footholds predicted for the coming swings), as close to the commanded motion as that allows.
+Fallback (no feasible path even with the margin and acceleration bound relaxed, and while the
+gait settles after a morphology change): an offset ``O_k``, the smallest shift that keeps the
+CoM inside the polygon of the feet that stay down for the next swing, reached minimum-jerk
+while every foot is down.
+
+The CoM height target is the standing CoM height; the whole-body controller's posture task
+(config/controller/jethexa.yaml) is weak on purpose: its reference is the standing pose, and a
+strong one resists the body shifts of the wave gait.
 
 Which legs walk: every leg whose contact survives the morphology and none of whose joints is
 locked (a leg with a locked joint is held up, its foot tucked under the hip). Six walking legs
@@ -27,6 +35,7 @@ import pinocchio as pin
 from ...errors import InputError
 from . import gait as gaits
 from .gait import GaitPattern, GaitScheduler
+from .body import ComPath, plan_com_path
 from .swing import convex_hull, halfplanes, min_jerk, project, swing_point
 
 
@@ -46,6 +55,10 @@ class LocomotionConfig:
     max_yaw_rate: float = 0.5           # rad/s
     max_accel: float = 0.2              # m/s^2 (and rad/s^2): the command is ramped
     tuck: float = 0.04                  # m, how far a non-walking foot is lifted
+    body_horizon: float = 1.5           # gait cycles covered by each CoM path plan (static gaits)
+    body_step: float = 0.04             # s, grid of the CoM path (piecewise-constant acceleration)
+    body_max_accel: float = 1.5         # m/s^2 per axis, CoM path acceleration bound (relaxed x2, x4 if infeasible)
+    body_bandwidth: float = 6.0         # rad/s, how tightly the CoM path follows the commanded motion
 
     @classmethod
     def from_dict(cls, data: Optional[Mapping] = None) -> "LocomotionConfig":
@@ -145,6 +158,9 @@ class LocomotionPlanner:
         self.cmd = np.zeros(3)
         self.cmd_ramped = np.zeros(3)
         self._slot_seen = None
+        self.body_plan: Optional[ComPath] = None
+        self.plans: List[ComPath] = []          # every CoM path planned (tests and plots read them)
+        self.last_com_v = np.zeros(2)
         self.set_morphology(self.morphology_map, t, settle=0.0)
 
     def walking_legs(self, mmap=None) -> List[str]:
@@ -195,6 +211,7 @@ class LocomotionPlanner:
                     target = self._foothold_now(frame)
                     self.landing[frame] = (self.feet_pos[frame].copy(), target, t, t + self.config.landing_time)
         self.walking = legs
+        self.body_plan = None
         self._redistribute(legs, pattern)
         self.pattern = pattern
         self.speed_limit = self.config.max_stride / max(pattern.stance_time, 1e-6)
@@ -203,6 +220,14 @@ class LocomotionPlanner:
         if pattern.static:
             # shift right away into the polygon of every walking foot, then per slot
             self._plan_offset(t, t + max(settle, 0.2), exclude=None)
+            if pattern.swing_fraction > 0.0 and self.t is not None:
+                # and plan the CoM path through the settle time and the first swings at once
+                # (a plan started only at the first slot inherits a state that did not
+                # anticipate the first swing)
+                p0 = self.N[:2] + self.offset + _yaw_rot(self.N[2])[:2, :2] @ self.com_offset
+                self.body_plan = self._plan_body(t, p0, self.last_com_v)
+                if self.body_plan is not None:
+                    self.plans.append(self.body_plan)
 
     def _held_feet(self, model, q0: np.ndarray, legs: Sequence[str], mmap) -> Dict[str, np.ndarray]:
         """Base-frame targets of the feet of legs that do not walk (a joint locked), each
@@ -325,6 +350,49 @@ class LocomotionPlanner:
         self.offset_to = target
         self.offset_window = (t_from, t_to)
 
+    def _down_feet(self, t_a: float, t_b: float) -> List[np.ndarray]:
+        """World xy of the walking feet that are down over all of ``[t_a, t_b]`` (now or later):
+        where they stand now, or the foothold predicted for their last touchdown before ``t_a``."""
+        sched, pts = self.scheduler, []
+        for leg in self.walking:
+            frame = self.frame_of[leg]
+            ph = sched.phase(t_a, leg)
+            if not ph.stance or ph.end < t_b:
+                continue
+            if frame in self.landing:           # landing after a morphology change
+                p0, p1, _, t_land = self.landing[frame]
+                if t_a >= t_land:
+                    pts.append(p1[:2].copy())
+                continue
+            if ph.start > self.t + 1e-6 and ph.start > sched.t0 + 1e-9:
+                pts.append(self._foothold(frame, ph.start)[:2])
+            elif frame in self.lift_from:
+                pts.append(self.touchdown[frame][:2].copy())
+            else:
+                pts.append(self.feet_pos[frame][:2].copy())
+        return pts
+
+    def _plan_body(self, t: float, p0: np.ndarray, v0: np.ndarray) -> Optional[ComPath]:
+        """The CoM path of :mod:`.body` from ``t`` (see the module docstring)."""
+        cfg = self.config
+        h = min(cfg.body_step, self.pattern.swing_time / 4.0)
+        K = max(int(np.ceil(cfg.body_horizon * self.pattern.period / h)), 4)
+        p_ref, polys = np.zeros((K, 2)), []
+        t_walk = max(self.t, self.scheduler.t0)      # the nominal frame moves from the gait start
+        for i in range(K):
+            ti = t + (i + 1) * h
+            N = self._predict_N(max(ti - t_walk, 0.0))
+            p_ref[i] = N[:2] + _yaw_rot(N[2])[:2, :2] @ self.com_offset
+            hull = convex_hull(self._down_feet(ti - h, ti + h))
+            polys.append(halfplanes(hull) if len(hull) >= 3 else None)
+        m, a = cfg.stability_margin, cfg.body_max_accel
+        for margin, a_max in ((m, a), (0.5 * m, a), (0.5 * m, 2 * a), (0.0, 4 * a)):
+            plan = plan_com_path(t, h, p0, v0, p_ref, polys, margin=margin, a_max=a_max,
+                                 max_shift=cfg.max_shift, omega=cfg.body_bandwidth)
+            if plan is not None:
+                return plan
+        return None
+
     # ------------------------------------------------------------------ the cycle
     def set_command(self, vx: float, vy: float = 0.0, wz: float = 0.0) -> None:
         cfg = self.config
@@ -354,13 +422,23 @@ class LocomotionPlanner:
             k, start, end = sched.slot(t)
             if self._slot_seen != (k, start):
                 self._slot_seen = (k, start)
-                swing_start = start + pattern.shift_fraction * (end - start)
-                self._plan_offset(start, swing_start, exclude=pattern.legs[k], swing_end=end)
+                p0 = self.N[:2] + self.offset + _yaw_rot(self.N[2])[:2, :2] @ self.com_offset
+                self.body_plan = self._plan_body(t, p0, self.last_com_v)
+                if self.body_plan is not None:
+                    self.plans.append(self.body_plan)
+                else:
+                    swing_start = start + pattern.shift_fraction * (end - start)
+                    self._plan_offset(start, swing_start, exclude=pattern.legs[k], swing_end=end)
+        planned = self.body_plan is not None and pattern.static and pattern.swing_fraction > 0.0
+        if planned:
+            com_xy, com_v, com_a = self.body_plan.sample(t)
+            self.offset = com_xy - _yaw_rot(self.N[2])[:2, :2] @ self.com_offset - self.N[:2]
         t0, t1 = self.offset_window
         u = (t - t0) / (t1 - t0) if t1 > t0 else 1.0
         b, db, ddb = min_jerk(u)
         span = self.offset_to - self.offset_from
-        self.offset = self.offset_from + b * span
+        if not planned:
+            self.offset = self.offset_from + b * span
         d_offset = db * span / (t1 - t0) if t1 > t0 and 0 <= u <= 1 else np.zeros(2)
         dd_offset = ddb * span / (t1 - t0) ** 2 if t1 > t0 and 0 <= u <= 1 else np.zeros(2)
 
@@ -372,6 +450,9 @@ class LocomotionPlanner:
         v_lin[:2] = moving * (R[:2, :2] @ cmd[:2]) + d_offset
         a_lin = np.zeros(3)
         a_lin[:2] = dd_offset
+        if planned:
+            v_lin[:2], a_lin[:2] = com_v, com_a
+        self.last_com_v = v_lin[:2].copy()
         quat = pin.Quaternion(R).coeffs().copy()
         com = base.copy()
         com[:2] = self._com_xy(base[:2], yaw)
