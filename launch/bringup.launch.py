@@ -6,7 +6,10 @@ imu_sensor_broadcaster, an effort controller named effort_controller).
     ros2 launch hybrid_dynamics bringup.launch.py robot:=solo12 params_file:=/path/to/params.yaml
 
 Parameters: config/<robot>.yaml (see docs/ros.md). The same nodes run in one process with
-``hybrid-dynamics run --robot <robot>``.
+``hybrid-dynamics run --robot <robot>``. ``gait:=true``: the controller owns the locomotion
+planner and walks at /cmd_vel (geometry_msgs/Twist); the estimator then takes its contacts
+from the stance the controller plans (whole_body_controller/cycle), and the morphology
+manager runs the damage detector (which needs that planned stance).
 """
 import os
 
@@ -31,14 +34,15 @@ def nodes(context):
     params_file = LaunchConfiguration("params_file").perform(context) or os.path.join(
         get_package_share_directory(PACKAGE), "config", f"{robot}.yaml")
     use_sim_time = LaunchConfiguration("use_sim_time").perform(context).lower() == "true"
+    gait = LaunchConfiguration("gait").perform(context).lower() == "true"
     common = [params_file, {"robot": robot, "use_sim_time": use_sim_time}]
     return [
         Node(package=PACKAGE, executable="state_estimator", name="state_estimator", output="screen",
-             parameters=common),
+             parameters=common + [{"stance_topic": "/whole_body_controller/cycle" if gait else ""}]),
         Node(package=PACKAGE, executable="whole_body_controller", name="whole_body_controller", output="screen",
-             parameters=common),
+             parameters=common + [{"gait": gait}]),
         Node(package=PACKAGE, executable="morphology_manager", name="morphology_manager", output="screen",
-             parameters=common),
+             parameters=common + [{"detector": gait}]),
         Node(package="robot_state_publisher", executable="robot_state_publisher", name="robot_state_publisher",
              output="screen",
              parameters=[{"robot_description": robot_description(robot), "use_sim_time": use_sim_time}],
@@ -51,5 +55,7 @@ def generate_launch_description():
         DeclareLaunchArgument("robot", default_value="jethexa", description="jethexa, solo12, talos, hybrid_biped"),
         DeclareLaunchArgument("params_file", default_value="", description="default: config/<robot>.yaml"),
         DeclareLaunchArgument("use_sim_time", default_value="false"),
+        DeclareLaunchArgument("gait", default_value="false",
+                              description="the controller walks at /cmd_vel (control/locomotion)"),
         OpaqueFunction(function=nodes),
     ])

@@ -85,6 +85,19 @@ def test_bringup_starts_the_nodes_with_the_robot_config(fake_launch):
             if isinstance(p, str):
                 assert Path(p).is_file(), p
                 assert "whole_body_controller" in yaml.safe_load(Path(p).read_text())
+    # standing by default; gait:=true walks at /cmd_vel with the planned stance and the detector
+    assert {"gait": False} in names["whole_body_controller"]["parameters"]
+    fake_launch.clear()
+    opaque[0][1]({"robot": "jethexa", "gait": "true"})
+    names = {n["name"]: n for n in fake_launch}
+    assert {"gait": True} in names["whole_body_controller"]["parameters"]
+    assert {"stance_topic": "/whole_body_controller/cycle"} in names["state_estimator"]["parameters"]
+    assert {"detector": True} in names["morphology_manager"]["parameters"]
+    from hybrid_dynamics.ros import params as P
+    for node in ("whole_body_controller", "state_estimator", "morphology_manager"):
+        for p in names[node]["parameters"]:
+            if isinstance(p, dict):
+                assert set(p) - {"use_sim_time"} <= set(P.NODES[node]), (node, p)
     rsp = names["robot_state_publisher"]
     assert "<robot" in rsp["parameters"][0]["robot_description"]
     assert ("joint_states", "/state_estimator/joint_states_full") in rsp["remappings"]
@@ -94,6 +107,7 @@ def test_sim_includes_bringup_plus_simulator_and_rviz(fake_launch):
     desc = runpy.run_path(str(REPO / "launch" / "sim.launch.py"))["generate_launch_description"]()
     includes = [e for e in desc if isinstance(e, tuple) and e[0] == "include"]
     assert includes and Path(includes[0][1]).name == "bringup.launch.py" and Path(includes[0][1]).is_file()
+    assert includes[0][2]["gait"].name == "gait" and LaunchConfiguration.defaults["gait"] == "true"
     execs = {n["executable"] for n in fake_launch}
     assert {"mujoco_sim", "rviz2"} <= execs
     rviz = next(n for n in fake_launch if n["executable"] == "rviz2")

@@ -52,3 +52,58 @@ def test_sim_node_publishes_sensors_and_applies_commands():
         probe.destroy_node()
     finally:
         rclpy.shutdown(context=ctx)
+
+
+def test_lockstep_advances_one_period_per_command_and_damages_at_the_hook():
+    """``lockstep``: no command, no physics (beyond the start-up watchdog); each command
+    advances exactly one publish period; a step hook damages the plant at an exact time and
+    /sim/ground_truth/morphology says so."""
+    from rclpy.parameter import Parameter
+    from rclpy.qos import DurabilityPolicy
+    from std_msgs.msg import Float64MultiArray as F64
+    ctx = Context()
+    rclpy.init(context=ctx)
+    try:
+        params = [Parameter("lockstep", value=True), Parameter("publish_rate", value=200.0),
+                  Parameter("lockstep_timeout", value=30.0), Parameter("settle", value=0.3)]
+        sim = MujocoSimNode(context=ctx, parameter_overrides=params)
+        assert sim.plant.time == pytest.approx(0.3)
+        probe = Node("probe", context=ctx)
+        got, morph, forces = [], [], []
+        probe.create_subscription(JointState, "/joint_states", got.append,
+                                  QoSProfile(depth=100, reliability=ReliabilityPolicy.BEST_EFFORT))
+        probe.create_subscription(String, "/sim/ground_truth/morphology", morph.append,
+                                  QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL))
+        probe.create_subscription(F64, "/sim/ground_truth/contact_forces", forces.append, 100)
+        cmd = probe.create_publisher(F64, "/effort_controller/commands", 10)
+        ex = SingleThreadedExecutor(context=ctx)
+        ex.add_node(sim)
+        ex.add_node(probe)
+        sim.step_hooks.append(lambda t: t >= 0.32 - 1e-9 and sim.morphology.is_healthy()
+                              and sim.damage(sim.morphology.remove_leg("leg3")))
+        deadline = time.time() + 20
+        while cmd.get_subscription_count() < 1 and time.time() < deadline:
+            ex.spin_once(timeout_sec=0.05)
+        hold = sim.plant.q()[7:].copy()
+        mass = sim.plant.total_mass()
+        for k in range(10):
+            n = len(got)
+            cmd.publish(F64(data=(2.0 * (sim.robot.q_stand[7:] - hold)).tolist()))
+            deadline = time.time() + 20
+            while len(got) == n and time.time() < deadline:
+                ex.spin_once(timeout_sec=0.05)
+            assert sim.plant.time == pytest.approx(0.3 + 0.005 * (k + 1))
+        stamps = [m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec for m in got]
+        assert np.allclose(np.diff(stamps), 0.005)
+        assert sim.watchdog_steps == 0 and sim.commands == 10
+        assert sim.morphology.describe() == "leg3 removed" and sim.plant.total_mass() == pytest.approx(mass - 0.2)
+        deadline = time.time() + 5
+        while (not morph or len(forces) < 10) and time.time() < deadline:
+            ex.spin_once(timeout_sec=0.05)
+        assert morph and "leg3 removed" in morph[-1].data
+        assert len(forces) == 10 and len(forces[0].data) == 3 * len(sim.robot.contacts)
+        ex.shutdown()
+        sim.destroy_node()
+        probe.destroy_node()
+    finally:
+        rclpy.shutdown(context=ctx)

@@ -200,14 +200,15 @@ class StateEstimatorNode(_Base):
         if self.stale_reason is not None:
             self.fault("stale", self.stale_reason)
             return
+        if now - self._last_pub < self.min_interval:
+            return              # estimate at the publish rate: the filter is time-stamped
         state = self.core.estimate()
         if not (np.all(np.isfinite(state.q)) and np.all(np.isfinite(state.v))):
             self.fault("estimate_nonfinite", "estimator diverged; resetting")
             self.core.estimator.reset()
             return
-        if now - self._last_pub >= self.min_interval:
-            self._last_pub = now
-            self.publish_state(state, msg.header.stamp)
+        self._last_pub = now
+        self.publish_state(state, msg.header.stamp)
 
     def publish_state(self, state, stamp) -> None:
         m = self.js_msg
@@ -571,8 +572,9 @@ class MorphologyManagerNode(_Base):
         self.rejected_events = 0
         self.source = "initial"
         self.detections: List[dict] = []
-        self.create_subscription(JointState, self.p["joint_states_topic"], self._on_js, QUEUED_SENSOR_QOS,
-                                 callback_group=self.group)
+        # the detector pairs efforts with estimates by stamp: no joint state may be dropped
+        self.create_subscription(JointState, self.p["joint_states_topic"], self._on_js,
+                                 QUEUED_SENSOR_QOS if self.p["detector"] else SENSOR_QOS, callback_group=self.group)
         self.detector = None
         if self.p["detector"]:
             from ..estimation.damage_detector import DamageDetector

@@ -26,9 +26,8 @@ STATE_ESTIMATOR: Spec = {
     "stale_timeout": (0.05, "s without IMU or joint states before the state is stale"),
     "odom_frame": ("odom", "Odometry header frame (REP-105)"),
     "base_frame": ("", "Odometry child frame; empty: the robot's root link"),
-    "publish_rate": (0.0, "Hz cap on ~/joint_states_full and ~/odometry (0: every joint state); "
-                          "in the one-process graph, where the estimate is shared with the "
-                          "controller, the rate of a timer (0 there means 200 Hz)"),
+    "publish_rate": (0.0, "Hz cap on the estimate and ~/joint_states_full, ~/odometry (0: every "
+                          "joint state); the filter is time-stamped, so it runs at this rate"),
     "publish_tf": (True, "publish odom -> base on /tf when tf2_msgs is installed"),
     "stance_topic": ("", "state_estimator: the controller's cycle record (whole_body_controller/cycle) "
                          "whose planned stance replaces contact detection while it arrives; empty: off"),

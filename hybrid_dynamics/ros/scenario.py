@@ -128,7 +128,8 @@ class GraphRun:
         if "solver" in sc.controller:
             ctrl["solver"] = str(sc.controller["solver"])
         return {"whole_body_controller": ctrl,
-                "state_estimator": {"use_sim_time": True, "stance_topic": "/whole_body_controller/cycle"},
+                "state_estimator": {"use_sim_time": True, "stance_topic": "/whole_body_controller/cycle",
+                                    "publish_rate": 0.0},     # every period: the detector's input
                 "morphology_manager": {"use_sim_time": True, "detector": True,
                                        "detector_config": yaml.safe_dump(dict(sc.detector))}}
 
