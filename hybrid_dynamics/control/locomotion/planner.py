@@ -233,7 +233,7 @@ class LocomotionPlanner:
         """Base-frame targets of the feet of legs that do not walk (a joint locked), each
         *reachable* with the leg's free joints: the tuck point (under the hip, ``tuck`` above
         the standing foot) is approached by damped least squares on the free joints within
-        their limits, and the point reached is the target. An unreachable target would make
+        their limits (0.15 rad inside), and the point reached is the target. An unreachable target would make
         the swing-foot task move the body instead (a locked femur: the body rose 3 cm and
         shifted 5 cm). ``q0`` is updated in place to that posture (the CoM offset uses it)."""
         held: Dict[str, np.ndarray] = {}
@@ -251,7 +251,9 @@ class LocomotionPlanner:
             free = [j for j in leg.joints if j not in locked and model.joints[j].nv == 1]
             iq = [model.joints[j].idx_q for j in free]
             iv = [model.joints[j].idx_v for j in free]
-            lo, hi = model.lowerPositionLimit[iq], model.upperPositionLimit[iq]
+            # 0.15 rad inside the limits: a target on a limit leaves the QP's joint-limit
+            # bounds no room while the foot is tracked (an infeasible solve)
+            lo, hi = model.lowerPositionLimit[iq] + 0.15, model.upperPositionLimit[iq] - 0.15
             for _ in range(50):
                 pin.framesForwardKinematics(model, data, q0)
                 err = goal - data.oMf[fid].translation
@@ -422,8 +424,12 @@ class LocomotionPlanner:
             k, start, end = sched.slot(t)
             if self._slot_seen != (k, start):
                 self._slot_seen = (k, start)
-                p0 = self.N[:2] + self.offset + _yaw_rot(self.N[2])[:2, :2] @ self.com_offset
-                self.body_plan = self._plan_body(t, p0, self.last_com_v)
+                if self.body_plan is not None:      # continue the current path exactly (C1)
+                    p0, v0, _ = self.body_plan.sample(t)
+                else:
+                    p0 = self.N[:2] + self.offset + _yaw_rot(self.N[2])[:2, :2] @ self.com_offset
+                    v0 = self.last_com_v
+                self.body_plan = self._plan_body(t, p0, v0)
                 if self.body_plan is not None:
                     self.plans.append(self.body_plan)
                 else:
@@ -470,7 +476,9 @@ class LocomotionPlanner:
                     rel = np.array([0.85 * nominal[0], 0.85 * nominal[1], nominal[2] + self.config.tuck])
                 p = base + R @ rel
                 self.feet_pos[frame] = p
-                feet[frame] = FootReference(p, v_lin.copy(), zero.copy(), False)
+                # it moves with the body: the body's acceleration too (a held foot with a zero
+                # acceleration feed-forward holds the body back while it shifts)
+                feet[frame] = FootReference(p, v_lin.copy(), a_lin.copy(), False)
                 continue
             if frame in self.landing:
                 p0, p1, ta, tb = self.landing[frame]
