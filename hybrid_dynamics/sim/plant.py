@@ -214,7 +214,7 @@ class Plant:
     def settle(self, q_ref: np.ndarray, seconds: float = 0.3, kp: float = 50.0, kd: float = 0.3) -> None:
         """Joint PD to ``q_ref`` (Pinocchio q) for ``seconds``, so that every foot is down
         when the controller starts (the scenario runners do this before control)."""
-        for _ in range(int(round(seconds / self.timestep))):
+        for _ in range(int(seconds / self.timestep)):       # as the runner always did (299 steps for 0.3 s)
             q, v = self.q(), self.v()
             self.set_torques(kp * (q_ref[7:] - q[7:]) - kd * v[6:])
             self.step()
