@@ -134,7 +134,7 @@ def test_one_step_with_mujoco_contacts(setup):
     stance = {c.frame: True for c in robot.contacts}
     pd = m.createData()
     pin.centerOfMass(m, pd, q)
-    refs = References(com=Target(pd.com[0] + [0.03, 0.015, 0.0]), base_orientation=OrientationTarget([0, 0, 0, 1]))
+    refs = References(com=Target(pd.com[0] + [0.005, 0.0025, 0.0]), base_orientation=OrientationTarget([0, 0, 0, 1]))
     out = ctrl.update(q, v, stance, refs)
     assert not out.fallback
     lin_qp, ang_qp = qp_base_acceleration(q, v, out.dv)
