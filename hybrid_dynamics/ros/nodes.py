@@ -49,6 +49,7 @@ from visualization_msgs.msg import Marker, MarkerArray
 
 from ..errors import InputError
 from ..model.morphology import Morphology, MorphologyMap
+from ..control.locomotion.swing import convex_hull
 from ..model.robot import load_robot
 from . import params as P
 from .convert import JointStateMatcher, stamp_to_sec
@@ -518,32 +519,15 @@ def build_markers(node: WholeBodyControllerNode, est) -> MarkerArray:
     markers.append(marker("com", 0, Marker.SPHERE, (1.0, 0.8, 0.0, 1.0), (0.03, 0.03, 0.03)))
     markers[-1].pose.position.x, markers[-1].pose.position.y, markers[-1].pose.position.z = map(float, com)
     poly = marker("support_polygon", 0, Marker.LINE_STRIP, (0.1, 0.9, 0.3, 1.0), (0.004, 0, 0))
-    for p in _hull(stance_points):
-        poly.points.append(Point(x=float(p[0]), y=float(p[1]), z=float(p[2])))
+    if len(stance_points):
+        ground = float(np.min(np.asarray(stance_points)[:, 2]))
+        for x, y in convex_hull(np.asarray(stance_points)[:, :2]):
+            poly.points.append(Point(x=float(x), y=float(y), z=ground))
     if poly.points:
         poly.points.append(poly.points[0])
     markers.append(poly)
     return MarkerArray(markers=markers)
 
-
-def _hull(points):
-    """Convex hull in x-y (monotone chain), keeping each point's z."""
-    pts = sorted((tuple(p) for p in points), key=lambda p: (p[0], p[1]))
-    if len(pts) < 3:
-        return pts
-
-    def cross(o, a, b):
-        return (a[0] - o[0]) * (b[1] - o[1]) - (a[1] - o[1]) * (b[0] - o[0])
-    lower, upper = [], []
-    for p in pts:
-        while len(lower) >= 2 and cross(lower[-2], lower[-1], p) <= 0:
-            lower.pop()
-        lower.append(p)
-    for p in reversed(pts):
-        while len(upper) >= 2 and cross(upper[-2], upper[-1], p) <= 0:
-            upper.pop()
-        upper.append(p)
-    return lower[:-1] + upper[:-1]
 
 
 # ============================================================================ morphology
