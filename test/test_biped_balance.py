@@ -24,6 +24,7 @@ DURATION = 20.0              # the scenario's 20 s: 2 s still at the end (~6 s o
 def run():
     sc = load_scenario("hybrid_biped_balance")
     assert sc.robot == "hybrid_biped" and sc.control_rate == 200.0
+    assert sc.references == "weight_shift" and WeightShift.from_dict(sc.balance) == SHIFT   # the graph's too
     robot = load_robot(sc.robot)
     plant = Plant(robot, noise=ImuNoise.from_dict(sc.sensors), seed=sc.seed)
     m = robot.model

@@ -87,6 +87,55 @@ class BalanceOutput:
     control_time: float               # s, the QP controller
 
 
+class WeightShiftReference:
+    """The references of the weight shift: CoM held where the robot stands when it starts
+    (heading as it is, base level), plus :class:`WeightShift`'s lateral offset; every foot
+    stays down. :class:`ClosedChainBalance` and the ROS controller node (``references:
+    weight_shift``, ros/pipeline.py) both take their references from here."""
+
+    def __init__(self, robot, shift: Optional[WeightShift] = None):
+        self.robot = robot
+        self.shift = shift or WeightShift()
+        self.model = robot.model
+        self.data = self.model.createData()
+        self.stance = {c.frame: True for c in robot.contacts}
+        self.t0: Optional[float] = None
+        self.com0: Optional[np.ndarray] = None
+        self.yaw0 = np.array([0.0, 0.0, 0.0, 1.0])
+
+    @property
+    def started(self) -> bool:
+        return self.t0 is not None
+
+    def start(self, t: float, q: np.ndarray) -> None:
+        """Hold where the robot stands at ``t`` (estimated configuration ``q``, full size)."""
+        self.t0 = float(t)
+        self.com0 = pin.centerOfMass(self.model, self.data, q).copy()
+        R = pin.Quaternion(q[6], *q[3:6]).toRotationMatrix()
+        yaw = math.atan2(R[1, 0], R[0, 0])
+        self.yaw0 = np.array([0.0, 0.0, math.sin(yaw / 2), math.cos(yaw / 2)])
+
+    def reference(self, t: float) -> References:
+        y, yd, ydd = self.shift.offset(t - self.t0)
+        e = np.array([0.0, 1.0, 0.0])
+        return References(com=Target(self.com0 + y * e, yd * e, ydd * e),
+                          base_orientation=OrientationTarget(self.yaw0))
+
+    def update(self, t: float, q: np.ndarray):
+        """(References, stance) at ``t``; the first call starts the hold at ``q``."""
+        if self.t0 is None:
+            self.start(t, q)
+        return self.reference(t), self.stance
+
+
+def passive_estimator(robot, rate: float) -> PassiveStateEstimator:
+    """The passive-state estimator at a control rate: ``beta dt = 1`` (the actuated state lands
+    on each measurement) and ``alpha dt <= 0.5``; given stamps (``update(..., t=)``) it caps
+    the gains at 1/dt of the true interval, the same values at this rate."""
+    dt = 1.0 / float(rate)
+    return PassiveStateEstimator(robot, dt=dt, alpha=min(100.0, 0.5 / dt), beta=min(1000.0, 1.0 / dt))
+
+
 class ClosedChainBalance:
     """Estimation + QP control of a closed-chain robot standing on all its feet."""
 
@@ -96,24 +145,20 @@ class ClosedChainBalance:
             raise InputError(f"robot '{robot.name}' has no closed loops (ClosedChainBalance is for closed chains)")
         self.robot = robot
         self.rate = float(rate)
-        dt = 1.0 / self.rate
-        self.passive = PassiveStateEstimator(robot, dt=dt, alpha=min(100.0, 0.5 / dt), beta=min(1000.0, 1.0 / dt))
+        self.passive = passive_estimator(robot, self.rate)
         self.kin = self.passive.kin
         self.base = BaseEstimator(robot)
         self.controller = WholeBodyController(robot, dict(controller or {}))
-        self.shift = shift or WeightShift()
-        self.stance = {c.frame: True for c in robot.contacts}
-        self.model = robot.model
-        self.data = self.model.createData()
-        self.t0: Optional[float] = None
-        self.com0: Optional[np.ndarray] = None
-        self.yaw0 = np.array([0.0, 0.0, 0.0, 1.0])
+        self.references = WeightShiftReference(robot, shift)
+        self.shift = self.references.shift
+        self.stance = self.references.stance
+
+    @property
+    def com0(self) -> Optional[np.ndarray]:
+        return self.references.com0
 
     def reference(self, t: float) -> References:
-        y, yd, ydd = self.shift.offset(t - self.t0)
-        e = np.array([0.0, 1.0, 0.0])
-        return References(com=Target(self.com0 + y * e, yd * e, ydd * e),
-                          base_orientation=OrientationTarget(self.yaw0))
+        return self.references.reference(t)
 
     def update(self, t: float, q_a: np.ndarray, v_a: np.ndarray, imu: ImuSample) -> BalanceOutput:
         """One cycle at time ``t`` from the actuated joints (``robot.actuated_joints`` order)."""
@@ -121,13 +166,7 @@ class ClosedChainBalance:
         est = self.passive.update(q_a, v_a, t=t)
         state = self.base.update(t, est.q[7:], est.v[6:], imu, self.stance)
         t1 = time.perf_counter()
-        if self.t0 is None:            # hold where the robot stands, heading as it is
-            self.t0 = t
-            self.com0 = pin.centerOfMass(self.model, self.data, state.q).copy()
-            R = pin.Quaternion(state.q[6], *state.q[3:6]).toRotationMatrix()
-            yaw = math.atan2(R[1, 0], R[0, 0])
-            self.yaw0 = np.array([0.0, 0.0, math.sin(yaw / 2), math.cos(yaw / 2)])
-        refs = self.reference(t)
+        refs, _ = self.references.update(t, state.q)     # the first cycle: hold where it stands
         out = self.controller.update(state.q, state.v, self.stance, refs)
         t2 = time.perf_counter()
         return BalanceOutput(out.tau, out, est, state, refs.com.position.copy(), t1 - t0, t2 - t1)

@@ -55,7 +55,7 @@ from . import params as P
 from .convert import JointStateMatcher, stamp_to_sec
 from .damage import apply_damage_yaml, morphology_from_yaml, morphology_to_yaml
 from .lean import LeanNode
-from .pipeline import ControlCore, GaitCore, StateCore
+from .pipeline import ControlCore, GaitCore, StateCore, make_reference_source
 
 SENSOR_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT, history=HistoryPolicy.KEEP_LAST)
 COMMAND_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, history=HistoryPolicy.KEEP_LAST)
@@ -269,15 +269,10 @@ class WholeBodyControllerNode(_Base):
             raise InputError(f"trigger '{self.p['trigger']}' is not timer or joint_states", field="trigger")
         self.state = StateCore(self.robot, self.p)
         self.control = ControlCore(self.robot, self.p)
-        self.gait: Optional[GaitCore] = None
-        if self.p["gait"]:
-            try:
-                config = yaml.safe_load(self.p["gait_config"] or "{}") or {}
-                if not isinstance(config, dict):
-                    raise InputError("gait_config must be a YAML mapping of locomotion settings", field="gait_config")
-                self.gait = GaitCore(self.robot, config)
-            except yaml.YAMLError as exc:
-                raise InputError(f"gait_config is not YAML: {exc}", field="gait_config") from None
+        # references: the gait (follows /cmd_vel and the morphology), the weight shift of a
+        # closed-chain biped, or none (hold where it first stands)
+        self.reference_kind, self.reference_source = make_reference_source(self.robot, self.p)
+        self.gait: Optional[GaitCore] = self.reference_source if self.reference_kind == "gait" else None
         self.lockstep = self.p["trigger"] == "joint_states"
         # inputs in their own group, so a busy cycle does not starve them in the executor's
         # queue; the lock orders them with the cycle (which holds it for its whole length)
@@ -379,8 +374,8 @@ class WholeBodyControllerNode(_Base):
                 if not (np.all(np.isfinite(est.q)) and np.all(np.isfinite(est.v))):
                     raise FloatingPointError("estimate is not finite")
                 stance = self.state.stance
-                if self.gait is not None:
-                    refs, stance = self.gait.update(self.state.buffer.stamp, est.q)
+                if self.reference_source is not None:
+                    refs, stance = self.reference_source.update(self.state.buffer.stamp, est.q)
                     self.control.set_references(refs)
                     self.state.schedule = stance      # the estimator's contacts: the plan
                 cmd = self.control.cycle(est, stance)

@@ -54,6 +54,10 @@ WHOLE_BODY_CONTROLLER: Spec = {
                     "cmd_vel_topic and the morphology, and uses the planned stance"),
     "cmd_vel_topic": ("/cmd_vel", "geometry_msgs/Twist in (with gait: true)"),
     "gait_config": ("", "YAML mapping of LocomotionConfig fields (with gait: true)"),
+    "references": ("", "reference source: gait (as gait: true), weight_shift (closed-chain balance: CoM "
+                       "held plus control.balance.WeightShift, every foot down) or hold; empty: gait "
+                       "if gait is true, else hold"),
+    "weight_shift": ("", "YAML mapping of control.balance.WeightShift fields (with references: weight_shift)"),
 }
 
 MORPHOLOGY_MANAGER: Spec = {

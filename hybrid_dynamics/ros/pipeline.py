@@ -150,9 +150,9 @@ class StateCore:
         """One estimator step at the joint-state stamp (requires :meth:`stale` to be None)."""
         buf = self.buffer
         qj, vj = buf.q, buf.v
-        if self.passive is not None:
-            qj, vj = self.passive(qj, vj)
         t = buf.stamp
+        if self.passive is not None:
+            qj, vj = self.passive(qj, vj, t)
         state = self.estimator.update(t, qj, vj, self.imu_for(t), self.stance)
         # contacts for the next step: forces from efforts when every surviving joint has one
         forces_z = None
@@ -170,8 +170,10 @@ class StateCore:
 
 class _PassiveCompletion:
     """The closed-chain passive-state completion (estimation/passive_state.py) as
-    ``(qj, vj) -> (qj, vj)`` on healthy-size joint vectors; the loop residual and validity
-    of the last call are kept for /diagnostics."""
+    ``(qj, vj, stamp) -> (qj, vj)`` on healthy-size joint vectors; the loop residual and
+    validity of the last call are kept for /diagnostics. Time-stamped: the Euler step spans
+    the true interval between joint states, with the gains of ``control.balance.
+    passive_estimator`` at that rate (the library balance loop's estimator)."""
 
     def __init__(self, robot):
         from ..estimation.passive_state import PassiveStateEstimator
@@ -182,8 +184,8 @@ class _PassiveCompletion:
         self.valid = True
         self.status = "ok"
 
-    def __call__(self, qj, vj):
-        out = self.est.update(qj[self.ia], vj[self.ia])
+    def __call__(self, qj, vj, t=None):
+        out = self.est.update(qj[self.ia], vj[self.ia], t=t)
         self.residual, self.valid, self.status = float(out.residual), bool(out.valid), out.status
         return out.q[7:], out.v[6:]
 
@@ -391,3 +393,40 @@ class GaitCore:
         self.reference = ref
         self.stance = {f: ref.feet[f].stance if f in ref.feet else False for f in self.frames}
         return to_references(ref), self.stance
+
+
+# ============================================================================ reference sources
+REFERENCE_SOURCES = ("gait", "weight_shift", "hold")
+
+
+def make_reference_source(robot, params: Mapping):
+    """(kind, source) for the controller node's ``references`` parameter (params.py):
+
+    - ``gait`` (or ``references`` empty and ``gait: true``): :class:`GaitCore`, the
+      locomotion planner following /cmd_vel and the morphology;
+    - ``weight_shift``: ``control.balance.WeightShiftReference`` (the closed-chain balance's
+      references: CoM held where the robot stands at the first cycle plus the lateral weight
+      shift of ``weight_shift`` (YAML of ``control.balance.WeightShift`` fields), every foot down);
+    - ``hold`` (or empty without a gait): None, the controller holds where it first stands.
+
+    A source has ``update(t, q) -> (References, stance)``."""
+    import yaml
+    from ..errors import InputError
+    kind = str(params.get("references") or ("gait" if params.get("gait") else "hold"))
+    if kind not in REFERENCE_SOURCES:
+        raise InputError(f"references '{kind}' is not {', '.join(REFERENCE_SOURCES)}", field="references")
+
+    def mapping(key):
+        try:
+            data = yaml.safe_load(params.get(key) or "{}") or {}
+        except yaml.YAMLError as exc:
+            raise InputError(f"{key} is not YAML: {exc}", field=key) from None
+        if not isinstance(data, dict):
+            raise InputError(f"{key} must be a YAML mapping", field=key)
+        return data
+    if kind == "gait":
+        return kind, GaitCore(robot, mapping("gait_config"))
+    if kind == "weight_shift":
+        from ..control.balance import WeightShift, WeightShiftReference
+        return kind, WeightShiftReference(robot, WeightShift.from_dict(mapping("weight_shift")))
+    return kind, None

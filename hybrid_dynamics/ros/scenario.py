@@ -43,6 +43,7 @@ from .lean import LeanNode
 SIM_TOPICS = {
     "/clock": "rosgraph_msgs/msg/Clock",
     "/sim/ground_truth/odometry": "nav_msgs/msg/Odometry",
+    "/sim/ground_truth/joint_states": "sensor_msgs/msg/JointState",
     "/sim/ground_truth/contact_forces": "std_msgs/msg/Float64MultiArray",
     "/sim/ground_truth/morphology": "std_msgs/msg/String",
     "/whole_body_controller/cycle": "std_msgs/msg/Float64MultiArray",
@@ -119,8 +120,12 @@ class GraphRun:
     # ------------------------------------------------------------------ set-up
     def _params(self) -> dict:
         sc = self.sc
-        ctrl = {"trigger": "joint_states", "gait": True, "update_rate": float(sc.control_rate),
-                "gait_config": yaml.safe_dump(dict(sc.locomotion)), "use_sim_time": True}
+        ctrl = {"trigger": "joint_states", "update_rate": float(sc.control_rate), "use_sim_time": True,
+                "references": sc.references, "gait": sc.references == "gait"}
+        if sc.references == "gait":
+            ctrl["gait_config"] = yaml.safe_dump(dict(sc.locomotion))
+        elif sc.references == "weight_shift":
+            ctrl["weight_shift"] = yaml.safe_dump(dict(sc.balance))
         unknown = set(sc.controller) - {"solver"}
         if unknown:
             raise InputError(f"controller settings the graph does not take: {', '.join(sorted(unknown))}",
@@ -130,14 +135,24 @@ class GraphRun:
         return {"whole_body_controller": ctrl,
                 "state_estimator": {"use_sim_time": True, "stance_topic": "/whole_body_controller/cycle",
                                     "publish_rate": 0.0},     # every period: the detector's input
-                "morphology_manager": {"use_sim_time": True, "detector": True,
+                "morphology_manager": {"use_sim_time": True, "detector": self.detector,
                                        "detector_config": yaml.safe_dump(dict(sc.detector))}}
+
+    @property
+    def detector(self) -> bool:
+        """The momentum-observer damage detector runs for serial robots (its model has no
+        loop closures: on a closed chain the passive joints' constraint forces would read as
+        damage)."""
+        return self.robot.loops is None
 
     def _sim_params(self):
         sc = self.sc
         from ..sim.runner import SETTLE_S
+        # a closed chain starts as control.balance.run_balance does, from the standing pose
+        # with its feet on the floor: a joint PD cannot hold it up through its linear actuators
+        settle = SETTLE_S if self.robot.loops is None else 0.0
         values = {"robot": self.robot.name, "publish_rate": float(sc.control_rate), "lockstep": True,
-                  "settle": SETTLE_S, "seed": int(sc.seed), "clock_rate": CLOCK_RATE}
+                  "settle": settle, "seed": int(sc.seed), "clock_rate": CLOCK_RATE}
         for key, value in sc.sensors.items():
             values[f"sensors.{key}"] = [float(x) for x in value] if isinstance(value, (list, tuple)) else float(value)
         return [Parameter(k, value=v) for k, v in values.items()]
@@ -173,11 +188,18 @@ class GraphRun:
                     reason += f"; shutdown: {exc}"
         if self.progress:
             print(file=sys.stderr)
-        from ..sim.recording import log_from_bag
-        self.log = log_from_bag(bag_dir, self.robot) if (bag_dir / "metadata.yaml").is_file() else None
+        from ..sim.recording import closed_chain_metrics, log_from_bag
+        have_bag = (bag_dir / "metadata.yaml").is_file()
+        self.log = log_from_bag(bag_dir, self.robot) if have_bag else None
         if self.log is None:
             from ..sim.runner import Log
             self.log = Log()
+        if have_bag and self.robot.loops is not None:
+            try:
+                metrics, self.balance_series = closed_chain_metrics(bag_dir, self.robot)
+                self.extra_summary.update(metrics)
+            except Exception as exc:
+                self.extra_summary["closed_chain_metrics_error"] = f"{type(exc).__name__}: {exc}"
         return finish(self, self.out, reason, getattr(self, "loop_wall", sim_wall), error, self.want_plots)
 
     def _build(self, bag_dir: Path):
@@ -235,11 +257,16 @@ class GraphRun:
         sim.hold = True
         graph.start()
 
+        est_readers = 2 if self.detector else 1          # the recorder, and the detector
+
         def matched() -> bool:
             return (sim.js_pub.get_subscription_count() >= 4 and sim.imu_pub.get_subscription_count() >= 3
-                    and sim.gt_pub.get_subscription_count() >= 1 and ctrl.cmd_pub.get_subscription_count() >= 2
-                    and ctrl.cycle_pub.get_subscription_count() >= 2 and est.odom_pub.get_subscription_count() >= 2
-                    and est.js_pub.get_subscription_count() >= 2)
+                    and sim.gt_pub.get_subscription_count() >= 1 and sim.gt_js_pub.get_subscription_count() >= 1
+                    and ctrl.cmd_pub.get_subscription_count() >= 2
+                    and ctrl.cycle_pub.get_subscription_count() >= 2
+                    and est.odom_pub.get_subscription_count() >= est_readers
+                    and est.js_pub.get_subscription_count() >= est_readers
+                    and (ctrl.force_pub is None or ctrl.force_pub.get_subscription_count() >= 1))
         if not graph.spin_until(matched, timeout=30.0):
             return "error: the nodes did not discover each other in 30 s"
         sim.hold = False

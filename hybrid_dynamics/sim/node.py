@@ -8,6 +8,9 @@ ROS). It publishes what the robot's drivers would and nothing more:
   /imu_sensor_broadcaster/imu     sensor_msgs/Imu          noise and bias from ``sensors.*``
   /clock                          rosgraph_msgs/Clock      simulated time
   /sim/ground_truth/odometry      nav_msgs/Odometry        true base pose (never for estimators)
+  /sim/ground_truth/joint_states  sensor_msgs/JointState   every joint, passive ones of closed
+                                                           linkages included (true values, no
+                                                           noise; never for estimators)
   /sim/ground_truth/morphology    std_msgs/String          the plant's true morphology (YAML of
                                                            morphology_manager/morphology, latched)
   /sim/ground_truth/contact_forces std_msgs/Float64MultiArray  world floor force on each contact
@@ -35,6 +38,7 @@ each physics advance (the scenario runner damages the plant there, at an exact t
 """
 from __future__ import annotations
 
+import array
 import sys
 import time
 from typing import Callable, List, Optional
@@ -99,6 +103,9 @@ class MujocoSimNode(LeanNode):
         self.imu_pub = self.create_publisher(Imu, "/imu_sensor_broadcaster/imu", SENSOR_QOS)
         self.clock_pub = self.create_publisher(Clock, "/clock", 10)
         self.gt_pub = self.create_publisher(Odometry, "/sim/ground_truth/odometry", 10)
+        self.gt_js_pub = self.create_publisher(JointState, "/sim/ground_truth/joint_states", 10)
+        self.gt_js = JointState()
+        self.gt_js.name = list(self.plant.joint_names)
         latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
                              durability=DurabilityPolicy.TRANSIENT_LOCAL)
         self.morph_pub = self.create_publisher(String, "/sim/ground_truth/morphology", latched)
@@ -204,6 +211,11 @@ class MujocoSimNode(LeanNode):
         lin.x, lin.y, lin.z = (float(a) for a in gt.linear_velocity)
         ang.x, ang.y, ang.z = (float(a) for a in gt.angular_velocity)
         self.gt_pub.publish(odom)
+        gj = self.gt_js
+        _, gpos, gvel = plant.joint_ground_truth()
+        _stamp(t, gj.header.stamp)
+        gj.position, gj.velocity = array.array("d", gpos.tobytes()), array.array("d", gvel.tobytes())
+        self.gt_js_pub.publish(gj)
         self.forces_pub.publish(Float64MultiArray(data=plant.contact_force_array(self.contact_frames).tolist()))
 
 

@@ -212,12 +212,21 @@ class Plant:
         mujoco.mj_step(self.model, self.data, nstep=n)
 
     def settle(self, q_ref: np.ndarray, seconds: float = 0.3, kp: float = 50.0, kd: float = 0.3) -> None:
-        """Joint PD to ``q_ref`` (Pinocchio q) for ``seconds``, so that every foot is down
-        when the controller starts (the scenario runners do this before control)."""
+        """PD of the actuated joints to their coordinates in ``q_ref`` (Pinocchio q) for
+        ``seconds``, so that every foot is down when the controller starts (the scenario
+        runners do this before control). Passive joints of closed linkages have no motor:
+        they follow. The gains are per joint coordinate (N m/rad, or N/m on a linear actuator)."""
+        ia = [self.joint_names.index(n) for n in self.actuated_joints]
+        q_a = np.asarray(q_ref, float)[7:][ia]
         for _ in range(int(seconds / self.timestep)):       # as the runner always did (299 steps for 0.3 s)
             q, v = self.q(), self.v()
-            self.set_torques(kp * (q_ref[7:] - q[7:]) - kd * v[6:])
+            self.set_torques(kp * (q_a - q[7:][ia]) - kd * v[6:][ia])
             self.step()
+
+    def joint_ground_truth(self):
+        """(names, positions, velocities) of every 1-DoF joint, passive ones included
+        (ground truth: for plots and checks, never for an estimator)."""
+        return list(self.joint_names), self.data.qpos[self._qadr].copy(), self.data.qvel[self._vadr].copy()
 
     def contact_force_array(self, frames) -> np.ndarray:
         """World contact forces of ``frames`` (zeros when not touching), stacked (3 per frame)."""

@@ -205,3 +205,84 @@ def log_from_bag(path: Path, robot):
             log.forces[f].append(F[i] if i < len(F) else np.zeros(3))
     log.events.sort(key=lambda e: e["t"])
     return log
+
+
+def closed_chain_metrics(path: Path, robot):
+    """Figures of a closed-chain run from its bag (summary.json), and the series behind them
+    (plots): the passive-joint estimate (``/state_estimator/joint_states_full``) against
+    MuJoCo's passive joints (``/sim/ground_truth/joint_states``) at the same stamps; the CoM
+    (Pinocchio on MuJoCo's configuration: ground-truth odometry + every joint) against the
+    support polygon of the sole corners (``robot.contacts`` points, all feet down); the
+    actuator forces the controller published (``/whole_body_controller/actuator_forces``)
+    against the ball-screw limits (``LoopClosureKinematics.force_limits``)."""
+    import pinocchio as pin
+    from rosbags.rosbag2 import Reader
+    from scipy.spatial import ConvexHull
+
+    from ..dynamics.closed_chain import LoopClosureKinematics
+    ts = get_typestore(Stores.ROS2_JAZZY)
+    kin = LoopClosureKinematics(robot)
+    names = list(robot.joint_names)
+    passive = np.array([names.index(n) for n in robot.passive_joints], dtype=int)
+    gt_js: Dict[float, np.ndarray] = {}
+    est_js: Dict[float, np.ndarray] = {}
+    gt_base: Dict[float, np.ndarray] = {}
+    forces = []
+
+    def sec(stamp) -> float:
+        return round(stamp.sec + 1e-9 * stamp.nanosec, 6)
+
+    with Reader(Path(path)) as reader:
+        for conn, _, raw in reader.messages():
+            topic = conn.topic
+            if topic not in ("/sim/ground_truth/joint_states", "/state_estimator/joint_states_full",
+                             "/sim/ground_truth/odometry", "/whole_body_controller/actuator_forces"):
+                continue
+            msg = ts.deserialize_cdr(raw, conn.msgtype)
+            if topic == "/whole_body_controller/actuator_forces":
+                forces.append(np.asarray(msg.data, float))
+            elif topic == "/sim/ground_truth/odometry":
+                p, o = msg.pose.pose.position, msg.pose.pose.orientation
+                gt_base[sec(msg.header.stamp)] = np.array([p.x, p.y, p.z, o.x, o.y, o.z, o.w])
+            else:
+                if list(msg.name) != names:
+                    idx = [list(msg.name).index(n) for n in names]
+                    pos = np.asarray(msg.position, float)[idx]
+                else:
+                    pos = np.asarray(msg.position, float)
+                (gt_js if topic.startswith("/sim") else est_js)[sec(msg.header.stamp)] = pos
+    model, data = robot.model, robot.model.createData()
+    fids = [model.getFrameId(c.frame) for c in robot.contacts]
+    t_err, err, t_com, com_y, margin = [], [], [], [], []
+    for t in sorted(gt_js):
+        if t in est_js:
+            t_err.append(t)
+            err.append(float(np.abs(est_js[t][passive] - gt_js[t][passive]).max()))
+        if t in gt_base:
+            q = np.concatenate([gt_base[t], gt_js[t]])
+            pin.framesForwardKinematics(model, data, q)
+            com = pin.centerOfMass(model, data, q)
+            corners = np.vstack([data.oMf[f].translation + c.points @ data.oMf[f].rotation.T
+                                 for f, c in zip(fids, robot.contacts)])
+            hull = ConvexHull(corners[:, :2])
+            t_com.append(t)
+            com_y.append(float(com[1]))
+            margin.append(float(-np.max(hull.equations[:, :2] @ com[:2] + hull.equations[:, 2])))
+    F = np.array(forces) if forces else np.zeros((0, len(kin.actuated_joints)))
+    limits = kin.force_limits()
+    order = [kin.actuated_joints.index(n) for n in robot.actuated_joints]
+    limits = limits[order]
+    metrics = {
+        "max_passive_estimate_error_rad": float(f"{max(err):.3e}") if err else None,
+        "passive_estimate_samples": len(err),
+        "min_com_margin_m": round(min(margin), 5) if margin else None,
+        "com_y_range_m": [round(min(com_y), 5), round(max(com_y), 5)] if com_y else None,
+        "max_abs_actuator_force_n": round(float(np.abs(F).max()), 2) if F.size else None,
+        "actuator_force_limit_n": round(float(limits.min()), 2),
+        "max_actuator_force_fraction_of_limit": round(float((np.abs(F) / limits).max()), 4) if F.size else None,
+        "actuator_force_samples": int(len(F)),
+    }
+    series = {"t_err": np.array(t_err), "passive_error": np.array(err), "t_com": np.array(t_com),
+              "com_y": np.array(com_y), "com_margin": np.array(margin), "actuator_forces": F,
+              "actuator_limits": limits, "actuators": list(robot.actuated_joints)}
+    return metrics, series

@@ -107,4 +107,33 @@ def write_plots(run, out: Path) -> List[str]:
     a2.legend()
     fig.suptitle("morphology timeline (red: damage, magenta: detection)", fontsize=9)
     save(fig, "morphology_timeline.png")
+
+    # closed chains: CoM against the support polygon, passive-joint estimate, actuator forces
+    bs = getattr(run, "balance_series", None)
+    if bs is not None and len(bs["t_com"]):
+        fig, (a1, a2, a3) = plt.subplots(3, 1, figsize=(8, 7), sharex=True)
+        tc = bs["t_com"] - lg.t[0]
+        a1.plot(tc, 100 * bs["com_y"], label="CoM y (cm)")
+        a1.plot(tc, 100 * bs["com_margin"], label="CoM margin to the support polygon (cm)")
+        a1.axhline(0, color="k", lw=0.8)
+        a1.legend(fontsize=7)
+        a1.set_ylabel("cm")
+        if len(bs["t_err"]):
+            a2.semilogy(bs["t_err"] - lg.t[0], np.maximum(bs["passive_error"], 1e-9))
+        a2.axhline(1e-3, color="k", ls=":", label="1e-3 rad")
+        a2.set_ylabel("passive estimate\nerror max (rad)")
+        a2.legend(fontsize=7)
+        F = bs["actuator_forces"]
+        if len(F):
+            tf = np.linspace(tc[0], tc[-1], len(F))           # one per control cycle
+            for k, name in enumerate(bs["actuators"]):
+                a3.plot(tf, F[:, k], lw=0.7, label=name)
+            a3.axhline(bs["actuator_limits"].min(), color="k", ls=":")
+            a3.axhline(-bs["actuator_limits"].min(), color="k", ls=":")
+            a3.legend(fontsize=5, ncol=4)
+        a3.set_ylabel("actuator force (N)")
+        a3.set_xlabel("t (s)")
+        fig.suptitle(f"{run.sc.name}: CoM (MuJoCo), passive joints (estimate vs MuJoCo), actuator forces",
+                     fontsize=9)
+        save(fig, "balance.png")
     return written

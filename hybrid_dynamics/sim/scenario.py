@@ -18,6 +18,9 @@
     controller: {...}               # overrides of config/controller/<robot>.yaml
     locomotion: {...}               # LocomotionConfig fields
     detector: {...}                 # DamageDetectorConfig fields
+    references: gait                # gait (walk at cmd_vel), weight_shift (closed-chain balance:
+                                    # CoM held plus control.balance.WeightShift), or hold
+    balance: {...}                  # WeightShift fields (references: weight_shift)
 
 Every field is checked; a wrong one is an :class:`~hybrid_dynamics.errors.InputError` naming
 the file, the line and the field.
@@ -33,7 +36,8 @@ from ..model.yamlio import load_yaml
 from ..paths import config_dir
 
 FIELDS = {"description", "robot", "duration", "cmd_vel", "damage", "sensors", "control_rate", "seed",
-          "controller", "locomotion", "detector"}
+          "controller", "locomotion", "detector", "references", "balance"}
+REFERENCES = ("gait", "weight_shift", "hold")
 CMD_FIELDS = {"linear_x", "linear_y", "angular_z"}
 DAMAGE_FIELDS = {"at", "declared", "events"}
 
@@ -55,6 +59,8 @@ class Scenario:
     controller: Dict[str, Any] = field(default_factory=dict)
     locomotion: Dict[str, Any] = field(default_factory=dict)
     detector: Dict[str, Any] = field(default_factory=dict)
+    references: str = "gait"
+    balance: Dict[str, Any] = field(default_factory=dict)
 
 
 def scenarios_dir() -> Path:
@@ -129,14 +135,19 @@ def load_scenario(name_or_path: str) -> Scenario:
         if not isinstance(events, list) or not events:
             raise doc.error("expected a non-empty list of damage events", "damage", "events")
         sc.damage_events = events
-    for key in ("sensors", "controller", "locomotion", "detector"):
+    for key in ("sensors", "controller", "locomotion", "detector", "balance"):
         setattr(sc, key, mapping(key))
+    if "references" in data:
+        if data["references"] not in REFERENCES:
+            raise doc.error(f"expected one of {', '.join(REFERENCES)}, got {data['references']!r}", "references")
+        sc.references = data["references"]
     # check the parts owned by other modules now, with this file's name on the error
+    from ..control.balance import WeightShift
     from ..control.locomotion import LocomotionConfig
     from ..estimation.damage_detector import DamageDetectorConfig
     from .plant import ImuNoise
     for key, check in (("sensors", ImuNoise.from_dict), ("locomotion", LocomotionConfig.from_dict),
-                       ("detector", DamageDetectorConfig.from_dict)):
+                       ("detector", DamageDetectorConfig.from_dict), ("balance", WeightShift.from_dict)):
         try:
             check(getattr(sc, key))
         except (InputError, TypeError, ValueError) as exc:
