@@ -64,3 +64,15 @@ def test_biped_balance_runs_through_the_graph(cli, tmp_path):
     effort = np.array([np.asarray(m.effort)[order] for m in js[1:len(F) + 1]])
     n = min(len(effort), len(F))
     assert np.allclose(effort[:n], F[:n], atol=1e-9)
+
+
+def test_biped_balance_library_loop_reports_the_same_figures(cli, tmp_path):
+    """`--library`: control.balance.run_balance on the plant, the same summary figures."""
+    out = cli("demo", "--scenario", "hybrid_biped_balance", "--duration", 3, "--library", "--quiet",
+              "--out", tmp_path, timeout=300)
+    assert out.returncode == 0, (out.stdout, out.stderr[-3000:])
+    s = json.loads((tmp_path / "summary.json").read_text())
+    assert s["runner"] == "library" and s["completed"] and not s["fell"] and s["fallbacks"] == 0
+    assert s["passive_estimate_samples"] == 600 and s["max_passive_estimate_error_rad"] < 1e-3
+    assert s["min_com_margin_m"] > 0.02 and s["com_y_range_m"][1] > 0.02
+    assert 0 < s["max_abs_actuator_force_n"] < s["actuator_force_limit_n"]

@@ -209,21 +209,14 @@ def log_from_bag(path: Path, robot):
 
 def closed_chain_metrics(path: Path, robot):
     """Figures of a closed-chain run from its bag (summary.json), and the series behind them
-    (plots): the passive-joint estimate (``/state_estimator/joint_states_full``) against
-    MuJoCo's passive joints (``/sim/ground_truth/joint_states``) at the same stamps; the CoM
-    (Pinocchio on MuJoCo's configuration: ground-truth odometry + every joint) against the
-    support polygon of the sole corners (``robot.contacts`` points, all feet down); the
-    actuator forces the controller published (``/whole_body_controller/actuator_forces``)
-    against the ball-screw limits (``LoopClosureKinematics.force_limits``)."""
-    import pinocchio as pin
+    (plots), by :func:`closed_chain_figures`: the passive-joint estimate
+    (``/state_estimator/joint_states_full``) against MuJoCo's passive joints
+    (``/sim/ground_truth/joint_states``) at the same stamps, the CoM on MuJoCo's configuration
+    (ground-truth odometry + every joint), the actuator forces the controller published
+    (``/whole_body_controller/actuator_forces``)."""
     from rosbags.rosbag2 import Reader
-    from scipy.spatial import ConvexHull
-
-    from ..dynamics.closed_chain import LoopClosureKinematics
     ts = get_typestore(Stores.ROS2_JAZZY)
-    kin = LoopClosureKinematics(robot)
     names = list(robot.joint_names)
-    passive = np.array([names.index(n) for n in robot.passive_joints], dtype=int)
     gt_js: Dict[float, np.ndarray] = {}
     est_js: Dict[float, np.ndarray] = {}
     gt_base: Dict[float, np.ndarray] = {}
@@ -245,33 +238,45 @@ def closed_chain_metrics(path: Path, robot):
                 p, o = msg.pose.pose.position, msg.pose.pose.orientation
                 gt_base[sec(msg.header.stamp)] = np.array([p.x, p.y, p.z, o.x, o.y, o.z, o.w])
             else:
+                pos = np.asarray(msg.position, float)
                 if list(msg.name) != names:
-                    idx = [list(msg.name).index(n) for n in names]
-                    pos = np.asarray(msg.position, float)[idx]
-                else:
-                    pos = np.asarray(msg.position, float)
+                    pos = pos[[list(msg.name).index(n) for n in names]]
                 (gt_js if topic.startswith("/sim") else est_js)[sec(msg.header.stamp)] = pos
+    times = [t for t in sorted(gt_js) if t in gt_base]
+    q_true = [np.concatenate([gt_base[t], gt_js[t]]) for t in times]
+    q_est = [np.concatenate([gt_base[t], est_js[t]]) if t in est_js else None for t in times]
+    return closed_chain_figures(robot, times, q_true, q_est, forces)
+
+
+def closed_chain_figures(robot, times, q_true, q_est, forces):
+    """(summary figures, plot series) of a closed-chain run: per sample time, MuJoCo's
+    configuration ``q_true`` (Pinocchio q) and the estimate ``q_est`` (or None: not
+    estimated then); ``forces`` one row per control cycle in ``robot.actuated_joints`` order.
+    Passive estimate error: max over the passive joints; CoM margin: Pinocchio's CoM on
+    ``q_true`` to the edges of the convex hull of every sole corner (``robot.contacts``
+    points; all feet down); forces against ``LoopClosureKinematics.force_limits``."""
+    import pinocchio as pin
+    from scipy.spatial import ConvexHull
+
+    from ..dynamics.closed_chain import LoopClosureKinematics
+    kin = LoopClosureKinematics(robot)
+    passive = np.array([7 + robot.joint_names.index(n) for n in robot.passive_joints], dtype=int)
     model, data = robot.model, robot.model.createData()
     fids = [model.getFrameId(c.frame) for c in robot.contacts]
-    t_err, err, t_com, com_y, margin = [], [], [], [], []
-    for t in sorted(gt_js):
-        if t in est_js:
+    t_err, err, com_y, margin = [], [], [], []
+    for t, q, qe in zip(times, q_true, q_est):
+        if qe is not None:
             t_err.append(t)
-            err.append(float(np.abs(est_js[t][passive] - gt_js[t][passive]).max()))
-        if t in gt_base:
-            q = np.concatenate([gt_base[t], gt_js[t]])
-            pin.framesForwardKinematics(model, data, q)
-            com = pin.centerOfMass(model, data, q)
-            corners = np.vstack([data.oMf[f].translation + c.points @ data.oMf[f].rotation.T
-                                 for f, c in zip(fids, robot.contacts)])
-            hull = ConvexHull(corners[:, :2])
-            t_com.append(t)
-            com_y.append(float(com[1]))
-            margin.append(float(-np.max(hull.equations[:, :2] @ com[:2] + hull.equations[:, 2])))
-    F = np.array(forces) if forces else np.zeros((0, len(kin.actuated_joints)))
-    limits = kin.force_limits()
-    order = [kin.actuated_joints.index(n) for n in robot.actuated_joints]
-    limits = limits[order]
+            err.append(float(np.abs(qe[passive] - q[passive]).max()))
+        pin.framesForwardKinematics(model, data, q)
+        com = pin.centerOfMass(model, data, q)
+        corners = np.vstack([data.oMf[f].translation + c.points @ data.oMf[f].rotation.T
+                             for f, c in zip(fids, robot.contacts)])
+        hull = ConvexHull(corners[:, :2])
+        com_y.append(float(com[1]))
+        margin.append(float(-np.max(hull.equations[:, :2] @ com[:2] + hull.equations[:, 2])))
+    F = np.array(forces, dtype=float).reshape(-1, len(robot.actuated_joints))
+    limits = kin.force_limits()[[kin.actuated_joints.index(n) for n in robot.actuated_joints]]
     metrics = {
         "max_passive_estimate_error_rad": float(f"{max(err):.3e}") if err else None,
         "passive_estimate_samples": len(err),
@@ -282,7 +287,7 @@ def closed_chain_metrics(path: Path, robot):
         "max_actuator_force_fraction_of_limit": round(float((np.abs(F) / limits).max()), 4) if F.size else None,
         "actuator_force_samples": int(len(F)),
     }
-    series = {"t_err": np.array(t_err), "passive_error": np.array(err), "t_com": np.array(t_com),
+    series = {"t_err": np.array(t_err), "passive_error": np.array(err), "t_com": np.array(times, dtype=float),
               "com_y": np.array(com_y), "com_margin": np.array(margin), "actuator_forces": F,
               "actuator_limits": limits, "actuators": list(robot.actuated_joints)}
     return metrics, series

@@ -84,10 +84,15 @@ class ScenarioRun:
         sc, robot = self.sc, self.robot
         self.plant = Plant(robot, noise=ImuNoise.from_dict(sc.sensors), seed=sc.seed)
         self.estimator = BaseEstimator(robot)
-        self.gait = GaitCore(robot, sc.locomotion)
         self.detector = DamageDetector(robot, sc.detector)
-        from ..control.controller import WholeBodyController
-        self.controller = WholeBodyController(robot, dict(sc.controller))
+        self.gait = self.controller = None
+        if sc.references == "gait":
+            self.gait = GaitCore(robot, sc.locomotion)
+            from ..control.controller import WholeBodyController
+            self.controller = WholeBodyController(robot, dict(sc.controller))
+        elif sc.references != "weight_shift":
+            raise InputError(f"--library runs references gait or weight_shift, not '{sc.references}'",
+                             file=str(sc.path), field="references")
         self.morphology = Morphology.healthy(robot)
         self.mmap: Optional[MorphologyMap] = None
         self.frames = [c.frame for c in robot.contacts]
@@ -171,6 +176,8 @@ class ScenarioRun:
         return self.morphology.describe()
 
     def _loop(self) -> str:
+        if self.sc.references == "weight_shift":
+            return self._balance_loop()
         sc, plant, robot = self.sc, self.plant, self.robot
         dt_plant = plant.timestep
         decimation = max(1, int(round(1.0 / (sc.control_rate * dt_plant))))
@@ -226,7 +233,7 @@ class ScenarioRun:
             out = self.controller.update(q, v, {f: s for f, s in stance.items() if f in feet}, refs)
             plant.set_torques(out.tau)
             # ---- record
-            self._record(t, state, out, names, qj, vj, imu)
+            self._record(t, state, out, names, qj, vj, imu, self.controller.joint_names)
             plant.step(decimation)
             # ---- stop on a fall
             lg = self.log
@@ -241,7 +248,7 @@ class ScenarioRun:
                               self.morphology.describe())
         return "completed"
 
-    def _record(self, t, state, out, names, qj, vj, imu) -> None:
+    def _record(self, t, state, out, names, qj, vj, imu, cmd_names) -> None:
         lg, plant = self.log, self.plant
         gt = plant.ground_truth()
         R = pin.Quaternion(gt.orientation[3], *gt.orientation[:3]).toRotationMatrix()
@@ -266,12 +273,62 @@ class ScenarioRun:
             bag.odometry("/sim/ground_truth/odometry", t, gt.position, gt.orientation, gt.linear_velocity, gt.angular_velocity)
             Rs = pin.Quaternion(state.q[6], *state.q[3:6]).toRotationMatrix()
             bag.odometry("/state_estimator/odometry", t, state.q[:3], state.q[3:7], Rs @ state.v[:3], state.v[3:6])
-            bag.array("/effort_controller/commands", t, [out.tau.get(n, 0.0) for n in self.controller.joint_names])
+            bag.array("/effort_controller/commands", t, [out.tau.get(n, 0.0) for n in cmd_names])
             bag.array("/whole_body_controller/contact_forces", t,
                       np.concatenate([out.contact_forces.get(f, np.zeros(3)) for f in self.frames]))
             c = self.sc.cmd_vel
             bag.twist(t, c["linear_x"], c["linear_y"], c["angular_z"])
 
+
+    def _balance_loop(self) -> str:
+        """``references: weight_shift``: control.balance.run_balance on the plant (the closed-
+        chain balance: passive-state estimator, base estimator, weight-shift references, QP),
+        recorded as the gait loop records; a fall stops it. Closed chains start unsettled
+        (the graph does the same)."""
+        from ..control.balance import WeightShift, run_balance
+        from .recording import closed_chain_figures
+        sc, plant, robot = self.sc, self.plant, self.robot
+        if robot.loops is None:
+            raise InputError("references: weight_shift is the closed-chain balance: the robot has no loops",
+                             file=str(sc.path), field="references")
+        t_start = plant.time
+        self.stand_height = plant.q()[2]
+        rows = {"t": [], "q": [], "q_est": [], "F": []}
+        last_print = [-1.0]
+        wall0 = time.perf_counter()
+
+        class Fell(Exception):
+            pass
+
+        def observe(plant, out):
+            t = plant.time
+            names, qj, vj, _ = plant.joint_states()
+            imu = plant.imu()
+            self._record(t, out.state, out.control, names, qj, vj, imu, robot.actuated_joints)
+            rows["t"].append(t)
+            rows["q"].append(plant.q())
+            rows["q_est"].append(out.state.q.copy())
+            rows["F"].append([out.tau.get(n, 0.0) for n in robot.actuated_joints])
+            lg = self.log
+            if max(abs(np.degrees(lg.rpy[-1][0])), abs(np.degrees(lg.rpy[-1][1]))) > FALL_TILT_DEG:
+                raise Fell(f"fell: tilt over {FALL_TILT_DEG:.0f} deg at t = {t - t_start:.2f} s")
+            if lg.pos[-1][2] < FALL_HEIGHT_FRACTION * self.stand_height:
+                raise Fell(f"fell: base height {lg.pos[-1][2]:.3f} m at t = {t - t_start:.2f} s")
+            if self.progress and t - last_print[0] >= 0.5:
+                last_print[0] = t
+                rtf = (t - t_start) / max(time.perf_counter() - wall0, 1e-9)
+                progress_line(sc.name, t - t_start, self.duration, lg.pos[-1][1] - lg.pos[0][1], rtf, "healthy")
+
+        reason = "completed"
+        try:
+            run_balance(plant, robot, self.duration, rate=sc.control_rate, controller=sc.controller,
+                        shift=WeightShift.from_dict(sc.balance), observe=observe)
+        except Fell as exc:
+            reason = str(exc)
+        if rows["t"]:
+            metrics, self.balance_series = closed_chain_figures(robot, rows["t"], rows["q"], rows["q_est"], rows["F"])
+            self.extra_summary = metrics
+        return reason
 
 
 # ---------------------------------------------------------------------- shared by both runners
