@@ -73,8 +73,6 @@ def library_cycle(robot, params, n=2000):
 
 
 def measure(robot_name, trigger, cycles, rate):
-    import numpy as np
-
     from ..ros.graph import Graph
     graph = Graph(robot_name, params={"whole_body_controller": {"trigger": trigger, **({"update_rate": rate}
                                                                                       if rate else {})},

@@ -47,8 +47,8 @@ takes its servo with it; the plant freezes the encoders of lost joints, see sim/
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass, field
-from typing import Deque, Dict, List, Mapping, Optional, Sequence, Tuple
+from dataclasses import dataclass
+from typing import Deque, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 import pinocchio as pin

@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from collections import Counter, deque
 from dataclasses import dataclass, field
-from typing import Dict, List, Mapping, Optional, Sequence
+from typing import Dict, List, Mapping, Optional
 
 import numpy as np
 import pinocchio as pin
@@ -23,7 +23,7 @@ import pinocchio as pin
 from ..estimation.base_estimator import BaseEstimator, BaseState, ImuSample
 from ..estimation.contact_state import ContactForceEstimator, ContactStateEstimator
 from ..model.morphology import Morphology, MorphologyMap
-from .convert import JointStateBuffer, Rejected, parse_imu, stamp_to_sec
+from .convert import JointStateBuffer, Rejected, parse_imu
 
 
 # ============================================================================ state

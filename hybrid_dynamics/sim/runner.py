@@ -35,7 +35,7 @@ from ..estimation.base_estimator import BaseEstimator, ImuSample
 from ..estimation.damage_detector import DamageDetector
 from ..model.morphology import Morphology, MorphologyMap
 from ..model.robot import load_robot
-from ..ros.pipeline import GaitCore, to_references  # noqa: F401  (to_references: re-exported)
+from ..ros.pipeline import GaitCore
 from .plant import ImuNoise, Plant
 from .scenario import Scenario, check_events
 

@@ -13,7 +13,7 @@ the joint limits; works for any serial leg, a locked joint simply keeps its angl
 """
 from __future__ import annotations
 
-from typing import Dict, Optional
+from typing import Dict
 
 import numpy as np
 import pinocchio as pin
