@@ -34,3 +34,22 @@ def test_setup_installs_share_files_and_entry_points(tmp_path):
     assert any((pkg / "config").glob("*.yaml"))
     scripts = {p.name for p in (tmp_path / "bin").iterdir()}
     assert {"hybrid-dynamics", "state_estimator", "whole_body_controller", "morphology_manager"} <= scripts
+
+
+def test_colcon_build_gives_the_ros_install_layout(tmp_path):
+    """`colcon build` (colcon-ros's ament_python support, as on a Jazzy install): node
+    executables where `ros2 run` looks, share files and the ament index marker."""
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "hybrid_dynamics").symlink_to(REPO)
+    subprocess.run([str(Path(sys.executable).parent / "colcon"), "build", "--packages-select", "hybrid_dynamics",
+                    "--build-base", str(tmp_path / "build"), "--install-base", str(tmp_path / "install"),
+                    "--base-paths", str(src)],
+                   cwd=tmp_path, check=True, capture_output=True, text=True, timeout=300)
+    prefix = tmp_path / "install" / "hybrid_dynamics"
+    executables = {p.name for p in (prefix / "lib" / "hybrid_dynamics").iterdir()}
+    assert {"state_estimator", "whole_body_controller", "morphology_manager", "mujoco_sim"} <= executables
+    share = prefix / "share" / "hybrid_dynamics"
+    assert (share / "launch" / "bringup.launch.py").is_file() and (share / "launch" / "sim.launch.py").is_file()
+    assert (share / "robots" / "jethexa" / "jethexa.urdf").is_file()
+    assert (prefix / "share" / "ament_index" / "resource_index" / "packages" / "hybrid_dynamics").is_file()
