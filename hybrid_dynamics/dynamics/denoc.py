@@ -39,7 +39,7 @@ from typing import List
 
 import numpy as np
 
-from .engine import ModularEngine, _Coordinates
+from .engine import ModularEngine
 from .hamel import GRAVITY, _cross, _vee3
 from .lie import quat_to_rot, skew
 
@@ -66,8 +66,16 @@ class DeNOC(ModularEngine):
     name = "denoc"
 
     def _assemble(self, morphology):
-        tree = self.data.compile(morphology)
-        coords = _Coordinates(self.data, tree.q_index, tree.v_index, tree.locked)
+        sk, angles = self.data.skeleton(morphology)          # raises before anything changes
+        tree = sk.compiled(angles)
+        coords = sk.coordinates(angles)
+        derived = sk.extra.get(self.name)                    # structure only: reused per skeleton
+        if derived is None:
+            derived = sk.extra[self.name] = self._structure(tree)
+        return (tree, coords) + derived
+
+    @staticmethod
+    def _structure(tree):
         modules = tree.modules
         children = [[] for _ in range(tree.n + 1)]
         for b in range(1, tree.n + 1):
@@ -81,7 +89,7 @@ class DeNOC(ModularEngine):
             if par >= 0:
                 mchildren[par].append(i)
         order = [b for _, bodies in modules[1:] for b in bodies]   # inter- then intra-modular
-        return tree, coords, modules, children, module_of, mchildren, order
+        return modules, children, module_of, mchildren, order
 
     def _install(self, built) -> None:
         (self.tree, self.coords, self.modules, self.children, self.module_of,

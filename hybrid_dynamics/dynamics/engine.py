@@ -21,7 +21,7 @@ import numpy as np
 from ..errors import InputError
 from ..model.morphology import Morphology
 from .lie import check_quaternion
-from .tree import TreeData
+from .tree import _R6, _R7, Coordinates, TreeData, _maps as coordinate_maps  # noqa: F401
 
 _TREES = {}
 
@@ -45,37 +45,8 @@ class Reassembly:
     v: Optional[np.ndarray] = None
 
 
-_R6 = np.arange(6)
-_R7 = np.arange(7)
-
-
-class _Coordinates:
-    """Reduced coordinates of one morphology, as index arrays into the healthy q and v."""
-    __slots__ = ("q_index", "v_index", "q_fill", "locked", "jmask", "qrank", "vrank")
-
-    def __init__(self, data: TreeData, q_index, v_index, locked, jmask=None):
-        self.q_index = q_index
-        self.v_index = v_index
-        self.locked = locked
-        fill = data.q_stand
-        if locked:
-            fill = fill.copy()
-            for b, angle in locked.items():
-                fill[6 + b] = angle
-        self.q_fill = fill
-        if jmask is None:
-            jmask = np.zeros(data.n, dtype=bool)
-            jmask[v_index[6:] - 6] = True
-        self.jmask = jmask                                # healthy joints present
-        rank = np.cumsum(jmask)
-        self.vrank = rank + 5                             # position in v of each present joint
-        self.qrank = rank + 6
-
-
-def _maps(old: _Coordinates, new: _Coordinates):
-    both = old.jmask & new.jmask
-    return ((np.concatenate((_R7, old.qrank[both])), np.concatenate((_R7, new.qrank[both]))),
-            (np.concatenate((_R6, old.vrank[both])), np.concatenate((_R6, new.vrank[both]))))
+_Coordinates = Coordinates
+_maps = coordinate_maps
 
 
 class ModularEngine:
@@ -101,19 +72,18 @@ class ModularEngine:
         new = self.coords
         if old is None:
             return Reassembly((np.arange(len(new.q_index)),) * 2, (np.arange(len(new.v_index)),) * 2)
-        data = self.data
-        out = Reassembly(*_maps(old, new))
+        q_map, v_map = new.maps(old)
+        out = Reassembly(q_map, v_map)
         if q is not None:
-            q_full = old.q_fill.copy()
-            q_full[old.q_index] = q
-            for b, angle in new.locked.items():
-                if b not in old.locked:
-                    q_full[6 + b] = angle
-            out.q = q_full[new.q_index]
+            # coordinates both keep come from q; the rest from the old fill (standing pose, or
+            # the lock angle of a joint being restored); newly locked joints leave q
+            q_new = old.q_fill[new.q_index]
+            q_new[q_map[1]] = np.asarray(q, float)[q_map[0]]
+            out.q = q_new
         if v is not None:
-            v_full = np.zeros(data.n + 6)
-            v_full[old.v_index] = v
-            out.v = v_full[new.v_index]
+            v_new = np.zeros(len(new.v_index))
+            v_new[v_map[1]] = np.asarray(v, float)[v_map[0]]
+            out.v = v_new
         return out
 
     @property

@@ -44,7 +44,7 @@ from typing import List, Optional
 
 import numpy as np
 
-from .engine import _R6, _R7, ModularEngine, _Coordinates, tree_data
+from .engine import ModularEngine, tree_data
 from .lie import Ad, Ad_inv, ad, force_cross, quat_to_rot, skew, skew_b
 
 GRAVITY = np.array([0.0, 0.0, -9.81])
@@ -127,8 +127,16 @@ class HamelDirect(ModularEngine):
     name = "hamel"
 
     def _assemble(self, morphology):
-        tree = self.data.compile(morphology)
-        coords = _Coordinates(self.data, tree.q_index, tree.v_index, tree.locked)
+        sk, angles = self.data.skeleton(morphology)          # raises before anything changes
+        tree = sk.compiled(angles)
+        coords = sk.coordinates(angles)
+        derived = sk.extra.get(self.name)                    # structure only: reused per skeleton
+        if derived is None:
+            derived = sk.extra[self.name] = self._structure(tree)
+        return (tree, coords) + derived
+
+    @staticmethod
+    def _structure(tree):
         groups = [np.flatnonzero(tree.group == g) for g in range(tree.ngroups)]
         cols = {}                                           # local columns of l and its ancestors
         parent = tree.parent.tolist()
@@ -138,7 +146,7 @@ class HamelDirect(ModularEngine):
                 p = parent[l]
                 cols[l] = (cols[p] if p > 0 else []) + [l - first]
         classes = schur_classes(tree.group[1:])
-        return tree, coords, groups, cols, classes
+        return groups, cols, classes
 
     def _install(self, built) -> None:
         self.tree, self.coords, self.groups, self.cols, self.classes = built
@@ -395,24 +403,20 @@ class HamelFast(ModularEngine):
     def _assemble(self, morphology):
         """Existence vectors and index maps only: every evaluation runs at healthy dimensions
         and deletes the rows and columns of missing coordinates (Algorithm 3)."""
-        d = self.data
-        exist, locked = d.masks(morphology)
-        present = exist[1:] > 0
-        jmask = present.copy()
-        if locked:
-            jmask[np.fromiter(locked, int, len(locked)) - 1] = False
-        act = np.flatnonzero(jmask)                          # 0-based joint indices
-        coords = _Coordinates(d, np.concatenate((_R7, 7 + act)), np.concatenate((_R6, 6 + act)),
-                              locked, jmask)
-        alive = np.flatnonzero(present[self._tip_joint_all])
-        return coords, act, exist, alive
+        sk, angles = self.data.skeleton(morphology)          # raises before anything changes
+        coords = sk.coordinates(angles)
+        derived = sk.extra.get(self.name)                    # per skeleton, computed once
+        if derived is None:
+            exist = sk.exist
+            act = np.flatnonzero(sk.jmask)                   # 0-based joint indices
+            alive = np.flatnonzero(exist[1:][self._tip_joint_all] > 0)
+            I6e = self.data.I6 * exist[:, None, None]        # x_ij multiplies link l_ij (base: 1)
+            vi = sk.v_index
+            derived = sk.extra[self.name] = (act, alive, I6e, len(vi) == self._n + 6, vi[:, None], vi[None, :])
+        return coords, derived
 
     def _install(self, built) -> None:
-        self.coords, self._act, exist, self._alive = built
-        self._I6e = self.data.I6 * exist[:, None, None]      # x_ij multiplies link l_ij (base: 1)
-        vi = self.coords.v_index
-        self._healthy = len(vi) == self._n + 6
-        self._vi_r, self._vi_c = vi[:, None], vi[None, :]
+        self.coords, (self._act, self._alive, self._I6e, self._healthy, self._vi_r, self._vi_c) = built
         self._thfill = self.coords.q_fill[7:]
 
     @property

@@ -20,6 +20,7 @@ smaller tree with the same arrays; its coordinates are the morphology's reduced 
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Dict, List, Tuple
 
@@ -27,7 +28,7 @@ import numpy as np
 import pinocchio as pin
 
 from ..errors import InputError
-from .lie import Ad_inv, rot_axis
+from .lie import Ad_inv, rot_axis, skew
 
 def _joint_axis(jmodel) -> Tuple[int, np.ndarray]:
     """(kind, unit axis in the joint frame): kind 0 revolute, 1 prismatic, from the joint's
@@ -186,6 +187,12 @@ class TreeData(TreeArrays):
         self.leg_cut = {name: [np.flatnonzero(self.anc[b]) for b in bodies]
                         for name, bodies in self.leg_bodies.items()}
         self.q_stand = robot.q_stand.copy()
+        # what a lock needs, per body: R0 K, R0 K^2 (Rodrigues) and R0 axis (prismatic)
+        K = np.array([skew(a) for a in self.axis])
+        self.R0K = self.R0 @ K
+        self.R0K2 = self.R0 @ (K @ K)
+        self.R0ax = np.einsum("nij,nj->ni", self.R0, self.axis)
+        self._skeletons = {}
 
     # ------------------------------------------------------------------ morphology
     def masks(self, morphology) -> Tuple[np.ndarray, Dict[int, float]]:
@@ -211,72 +218,233 @@ class TreeData(TreeArrays):
             locked[b] = float(angle)
         return exist, locked
 
+    def skeleton(self, morphology) -> Tuple["Skeleton", Dict[int, float]]:
+        """(the morphology's angle-free structure, {locked body: angle}).
+
+        Structures are computed once per robot and reused: a change whose existence numbers
+        and locked joints were seen before (any lock angles) costs a dictionary look-up; a new
+        one is validated by :meth:`masks` (raising before anything is cached)."""
+        locked = morphology.locked
+        key = (morphology.links_kept, tuple(name for name, _ in locked)) if locked else morphology.links_kept
+        sk = self._skeletons.get(key)
+        if sk is None:
+            exist, angles = self.masks(morphology)
+            if len(self._skeletons) >= _CACHE:
+                self._skeletons.clear()
+            sk = self._skeletons[key] = Skeleton(self, key, exist, tuple(sorted(angles)),
+                                                 tuple(self.body_of[name] for name, _ in locked))
+            return sk, angles
+        if not locked:
+            return sk, {}
+        return sk, {b: float(a) for b, (_, a) in zip(sk.lock_seq, locked)}
+
     def compile(self, morphology) -> "CompiledTree":
-        return CompiledTree(self, morphology)
+        sk, angles = self.skeleton(morphology)
+        return sk.compiled(angles)
+
+    def coordinates(self, morphology) -> "Coordinates":
+        sk, angles = self.skeleton(morphology)
+        return sk.coordinates(angles)
+
+
+_CACHE = 4096                                         # structures kept per robot
+_R6 = np.arange(6)
+_R7 = np.arange(7)
+
+
+def _readonly(a: np.ndarray) -> np.ndarray:
+    a.setflags(write=False)
+    return a
+
+
+class Coordinates:
+    """Reduced coordinates of one morphology, as index arrays into the healthy q and v."""
+    __slots__ = ("q_index", "v_index", "q_fill", "locked", "jmask", "qrank", "vrank", "skeleton")
+
+    def __init__(self, data: "TreeData", q_index, v_index, locked, jmask=None, skeleton=None):
+        self.q_index = q_index
+        self.v_index = v_index
+        self.locked = locked
+        self.skeleton = skeleton
+        fill = data.q_stand
+        if locked:
+            fill = fill.copy()
+            for b, angle in locked.items():
+                fill[6 + b] = angle
+        self.q_fill = fill
+        if jmask is None:
+            jmask = np.zeros(data.n, dtype=bool)
+            jmask[v_index[6:] - 6] = True
+        self.jmask = jmask                                # healthy joints present
+        rank = np.cumsum(jmask)
+        self.vrank = rank + 5                             # position in v of each present joint
+        self.qrank = rank + 6
+
+    def with_locks(self, data: "TreeData", locked: Dict[int, float]) -> "Coordinates":
+        """The same coordinates with the lock angles ``locked`` in the fill."""
+        out = Coordinates.__new__(Coordinates)
+        out.q_index, out.v_index, out.jmask, out.qrank, out.vrank, out.skeleton = (
+            self.q_index, self.v_index, self.jmask, self.qrank, self.vrank, self.skeleton)
+        fill = data.q_stand.copy()
+        for b, angle in locked.items():
+            fill[6 + b] = angle
+        out.q_fill, out.locked = fill, locked
+        return out
+
+    def maps(self, old: "Coordinates"):
+        """((old q positions, new q positions), (old v, new v)) of the coordinates both keep
+        (read-only arrays, cached per pair of structures)."""
+        sk, osk = self.skeleton, old.skeleton
+        if sk is not None and osk is not None:
+            out = sk.maps.get(osk.key)
+            if out is None:
+                out = sk.maps[osk.key] = tuple(tuple(_readonly(a) for a in pair) for pair in _maps(old, self))
+            return out
+        return _maps(old, self)
+
+
+def _maps(old: Coordinates, new: Coordinates):
+    both = old.jmask & new.jmask
+    return ((np.concatenate((_R7, old.qrank[both])), np.concatenate((_R7, new.qrank[both]))),
+            (np.concatenate((_R6, old.vrank[both])), np.concatenate((_R6, new.vrank[both]))))
+
+
+def _joint_motion(data: "TreeData", b: int, angle: float) -> Tuple[np.ndarray, np.ndarray]:
+    """Body b's frame in its parent's frame at joint position ``angle``: R0 Rot(axis, angle)
+    = R0 + sin R0 K + (1 - cos) R0 K^2 from the per-body terms precomputed in TreeData."""
+    if data.kind[b] == 0:
+        return data.R0[b] + math.sin(angle) * data.R0K[b] + (1.0 - math.cos(angle)) * data.R0K2[b], data.p0[b]
+    return data.R0[b], data.p0[b] + data.R0ax[b] * angle
+
+
+class Skeleton:
+    """A morphology's structure, independent of the lock angles: the existence mask, the kept
+    bodies (x_ij = 1 and not locked) and their renumbering, the index maps of q and v, and
+    (built on first use, then kept) the compiled tree's angle-free arrays and what merging
+    each locked body needs. Engines keep their own derived structure in ``extra``."""
+
+    def __init__(self, data: TreeData, key, exist: np.ndarray, locked_bodies: Tuple[int, ...],
+                 lock_seq: Tuple[int, ...] = ()):
+        self.data = data
+        self.key = key
+        self.exist = exist
+        self.locked_bodies = locked_bodies               # ascending (parents first)
+        self.lock_seq = lock_seq                         # body of each entry of Morphology.locked
+        keepmask = exist > 0
+        if locked_bodies:
+            keepmask[list(locked_bodies)] = False
+        self.keep = np.flatnonzero(keepmask)             # healthy body of each compiled body
+        jmask = keepmask[1:].copy()
+        self.jmask = jmask
+        self.q_index = _readonly(np.concatenate((_R7, 6 + self.keep[1:])))
+        self.v_index = _readonly(np.concatenate((_R6, 5 + self.keep[1:])))
+        self.maps = {}
+        self.extra = {}
+        self._coords = Coordinates(data, self.q_index, self.v_index, {}, jmask, self)
+        self._tree = None
+        self._recent = {}                                # lock angles -> compiled tree (reuse)
+
+    def coordinates(self, angles: Dict[int, float]) -> Coordinates:
+        return self._coords.with_locks(self.data, angles) if angles else self._coords
+
+    # ------------------------------------------------------------------ compiled tree
+    def _build(self) -> None:
+        """The angle-free part of the compiled tree, vectorised over the kept bodies."""
+        d = self.data
+        keep = self.keep
+        n_h = d.n
+        host = np.zeros(n_h + 1, dtype=int)             # compiled body carrying each healthy body
+        host[keep] = np.arange(len(keep))
+        for b in self.locked_bodies:                    # ascending: parents first
+            host[b] = host[d.parent[b]]
+        self.host = host
+        n = len(keep) - 1
+        parent = np.empty(n + 1, dtype=int)
+        parent[0] = -1
+        parent[1:] = host[d.parent[keep[1:]]]
+        self.n = n
+        self.parent = parent
+        self.kind, self.axis, self.S = d.kind[keep], d.axis[keep], d.S[keep]
+        self.anc = d.anc[np.ix_(keep, keep)]            # merged bodies' children hang off their ancestors
+        self.depth = self.anc.sum(0).astype(int)
+        group = d.group[keep]
+        if n:                                           # groups keep their order, without gaps
+            used = np.zeros(d.ngroups, dtype=int)
+            used[group[1:]] = 1
+            group[1:] = np.cumsum(used)[group[1:]] - 1
+        self.group = group
+        self.ngroups = int(group.max()) + 1 if n else 0
+        self.names = [d.names[b] for b in keep.tolist()]
+        self.modules = _modules(parent)
+        self.R0, self.p0, self.I6 = d.R0[keep], d.p0[keep], d.I6[keep]
+        locked = set(self.locked_bodies)
+        # kept bodies whose healthy parent is locked: their placement moves to the host
+        self.child_fix = [(c, int(d.parent[b])) for c, b in enumerate(keep.tolist())
+                          if c and d.parent[b] in locked]
+        self.tip_info = []                              # (tip, compiled body, locked body or 0)
+        for t in d.tips:
+            if self.exist[t.body] == 0.0:
+                continue                                # a stump has no contact
+            self.tip_info.append((t, int(host[t.body]), t.body if t.body in locked else 0))
+        self.static_tips = [TipFrame(t.name, h, t.R, t.p) for t, h, lb in self.tip_info]
+
+    def compiled(self, angles: Dict[int, float]) -> "CompiledTree":
+        if not angles:
+            if self._tree is None:
+                self._build()
+                self._tree = CompiledTree(self, angles)
+            return self._tree
+        key = tuple(angles.items())
+        tree = self._recent.get(key)
+        if tree is None:
+            if not hasattr(self, "host"):
+                self._build()
+            if len(self._recent) >= 8:
+                self._recent.clear()
+            tree = self._recent[key] = CompiledTree(self, angles)
+        return tree
 
 
 class CompiledTree(TreeArrays):
-    """The tree with a morphology applied: removed bodies dropped, locked bodies merged."""
+    """The tree with a morphology applied: removed bodies dropped, locked bodies merged.
 
-    def __init__(self, data: TreeData, morphology):
-        exist, locked = data.masks(morphology)
+    Removal is an index selection over the healthy arrays (:class:`Skeleton`); a locked
+    body's inertia is added to its host's through the joint placement at the lock angle, and
+    only the kept children and tips of locked bodies get new placements."""
+
+    def __init__(self, sk: Skeleton, angles: Dict[int, float]):
+        data = sk.data
         self.data = data
-        self.morphology = morphology
-        self.exist, self.locked = exist, locked
-        n_h = data.n
-        host = np.zeros(n_h + 1, dtype=int)            # compiled body carrying each healthy body
-        hostR = [np.eye(3)] * (n_h + 1)                # healthy body frame in its host's frame
-        hostp = [np.zeros(3)] * (n_h + 1)
-        keep = [0]
-        I6 = [data.I6[0].copy()]
-        parent, R0, p0 = [-1], [np.eye(3)], [np.zeros(3)]
-        for b in range(1, n_h + 1):
-            if exist[b] == 0.0:
-                continue
-            par = data.parent[b]
-            if b in locked:
-                Rj = rot_axis(data.axis[b], locked[b]) if data.kind[b] == 0 else np.eye(3)
-                pj = data.axis[b] * locked[b] if data.kind[b] == 1 else np.zeros(3)
-                Rl = data.R0[b] @ Rj
-                pl = data.p0[b] + data.R0[b] @ pj
-                h = host[par]
-                host[b] = h
-                hostR[b] = hostR[par] @ Rl
-                hostp[b] = hostp[par] + hostR[par] @ pl
-                I6[h] = I6[h] + transform_inertia(data.I6[b], hostR[b], hostp[b])
-                continue
-            host[b] = len(keep)
-            keep.append(b)
-            parent.append(host[par])
-            if hostp[par] is hostp[0] and hostR[par] is hostR[0]:
-                R0.append(data.R0[b])
-                p0.append(data.p0[b])
-            else:
-                R0.append(hostR[par] @ data.R0[b])
-                p0.append(hostp[par] + hostR[par] @ data.p0[b])
-            I6.append(data.I6[b].copy())
-        keep_a = np.array(keep)
-        self.hid = keep_a                              # healthy body of each compiled body
-        self.n = len(keep) - 1
-        self.parent = np.array(parent)
-        self.R0, self.p0 = np.array(R0), np.array(p0)
-        self.kind, self.axis = data.kind[keep_a], data.axis[keep_a]
-        self.I6 = np.array(I6)
-        self.names = [data.names[b] for b in keep]
-        self.tips = []
-        for t in data.tips:
-            if exist[t.body] == 0.0:
-                continue                               # a stump has no contact
-            self.tips.append(TipFrame(t.name, int(host[t.body]), hostR[t.body] @ t.R,
-                                      hostp[t.body] + hostR[t.body] @ t.p))
-        self.q_index = np.concatenate([np.arange(7), 6 + keep_a[1:]])
-        self.v_index = np.concatenate([np.arange(6), 5 + keep_a[1:]])
-        # ancestry among the kept bodies is the healthy one restricted (a merged body's children
-        # hang off its own ancestor); groups keep their order, renumbered without gaps
-        group = data.group[keep_a].copy()
-        if self.n:
-            group[1:] = np.unique(group[1:], return_inverse=True)[1]
-        self.finish(data.anc[np.ix_(keep_a, keep_a)], group)
+        self.skeleton = sk
+        self.exist, self.locked = sk.exist, angles
+        keep = sk.keep
+        self.hid = keep
+        self.n, self.parent, self.kind, self.axis, self.S = sk.n, sk.parent, sk.kind, sk.axis, sk.S
+        self.anc, self.depth, self.group, self.ngroups = sk.anc, sk.depth, sk.group, sk.ngroups
+        self.names, self.modules = sk.names, sk.modules
+        self.q_index, self.v_index = sk.q_index, sk.v_index
+        R0, p0, I6 = sk.R0, sk.p0, sk.I6
+        if angles:
+            R0, p0, I6 = R0.copy(), p0.copy(), I6.copy()
+            hostR, hostp = {}, {}
+            host, par_of = sk.host, data.parent
+            for b in sk.locked_bodies:                  # just the locked chains
+                Rl, pl = _joint_motion(data, b, angles[b])
+                par = int(par_of[b])
+                if par in hostR:
+                    Rl, pl = hostR[par] @ Rl, hostp[par] + hostR[par] @ pl
+                hostR[b], hostp[b] = Rl, pl
+                h = host[b]
+                I6[h] = I6[h] + transform_inertia(data.I6[b], Rl, pl)
+            for c, b in sk.child_fix:
+                R0[c] = hostR[b] @ R0[c]
+                p0[c] = hostp[b] + hostR[b] @ p0[c]
+            self.tips = [TipFrame(t.name, h, hostR[lb] @ t.R, hostp[lb] + hostR[lb] @ t.p) if lb else tip
+                         for (t, h, lb), tip in zip(sk.tip_info, sk.static_tips)]
+        else:
+            self.tips = sk.static_tips
+        self.R0, self.p0, self.I6 = R0, p0, I6
+        self.mass = I6[:, 0, 0].copy()
 
     @property
     def nq(self) -> int:
