@@ -384,6 +384,7 @@ def summarize(run, reason: str, wall: float) -> dict:
         "max_abs_roll_deg": round(float(np.abs(rpy[:, 0]).max()), 3),
         "max_abs_pitch_deg": round(float(np.abs(rpy[:, 1]).max()), 3),
         "min_base_height_m": round(float(pos[:, 2].min()), 4),
+        "final_base_height_m": round(float(pos[-1, 2]), 4),
         "fell": fell,
         "qp_p50_ms": round(float(np.percentile(lg.solve_ms, 50)), 4),
         "qp_p99_ms": round(float(np.percentile(lg.solve_ms, 99)), 4),
