@@ -137,15 +137,27 @@ class HamelDirect(ModularEngine):
 
     @staticmethod
     def _structure(tree):
-        groups = [np.flatnonzero(tree.group == g) for g in range(tree.ngroups)]
-        cols = {}                                           # local columns of l and its ancestors
+        """Per leg module: its bodies, each link's local columns (itself and its ancestors in
+        the module) and the Schur classes, from one pass over the parent array (a module is
+        contiguous: depth-first order)."""
         parent = tree.parent.tolist()
-        for bodies in groups:
-            first = int(bodies[0])                          # a group is contiguous (depth-first order)
-            for l in bodies.tolist():
-                p = parent[l]
-                cols[l] = (cols[p] if p > 0 else []) + [l - first]
-        classes = schur_classes(tree.group[1:])
+        group = tree.group.tolist()
+        cols = {}
+        starts = []
+        for l in range(1, len(parent)):
+            p = parent[l]
+            if p > 0 and group[p] == group[l]:
+                cols[l] = cols[p] + [l - first]
+            else:
+                first = l
+                starts.append(l)
+                cols[l] = [0]
+        ends = starts[1:] + [len(parent)]
+        groups = [np.arange(a, b) for a, b in zip(starts, ends)]
+        by_size = {}
+        for a, b in zip(starts, ends):
+            by_size.setdefault(b - a, []).append(range(5 + a, 5 + b))
+        classes = [np.array(v, dtype=int) for v in by_size.values()]
         return groups, cols, classes
 
     def _install(self, built) -> None:

@@ -193,6 +193,8 @@ class TreeData(TreeArrays):
         self.R0K2 = self.R0 @ (K @ K)
         self.R0ax = np.einsum("nij,nj->ni", self.R0, self.axis)
         self._skeletons = {}
+        self.parent_list = self.parent.tolist()
+        self.arange = np.arange(n + 1)
 
     # ------------------------------------------------------------------ morphology
     def masks(self, morphology) -> Tuple[np.ndarray, Dict[int, float]]:
@@ -349,24 +351,25 @@ class Skeleton:
 
     # ------------------------------------------------------------------ compiled tree
     def _build(self) -> None:
-        """The angle-free part of the compiled tree, vectorised over the kept bodies."""
+        """The angle-free part of the compiled tree: gathers over the kept bodies, and a
+        Python step only per locked body."""
         d = self.data
         keep = self.keep
-        n_h = d.n
-        host = np.zeros(n_h + 1, dtype=int)             # compiled body carrying each healthy body
-        host[keep] = np.arange(len(keep))
+        host = np.zeros(d.n + 1, dtype=int)             # compiled body carrying each healthy body
+        host[keep] = d.arange[:len(keep)]
+        plist = d.parent_list
         for b in self.locked_bodies:                    # ascending: parents first
-            host[b] = host[d.parent[b]]
+            host[b] = host[plist[b]]
         self.host = host
         n = len(keep) - 1
-        parent = np.empty(n + 1, dtype=int)
-        parent[0] = -1
-        parent[1:] = host[d.parent[keep[1:]]]
         self.n = n
+        hpar = d.parent[keep]
+        parent = host[hpar]
+        parent[0] = -1
         self.parent = parent
         self.kind, self.axis, self.S = d.kind[keep], d.axis[keep], d.S[keep]
-        self.anc = d.anc[np.ix_(keep, keep)]            # merged bodies' children hang off their ancestors
-        self.depth = self.anc.sum(0).astype(int)
+        self.anc = d.anc[keep][:, keep]                 # merged bodies' children hang off their ancestors
+        self.depth = self.anc.sum(0).astype(int) if self.locked_bodies else d.depth[keep]
         group = d.group[keep]
         if n:                                           # groups keep their order, without gaps
             used = np.zeros(d.ngroups, dtype=int)
@@ -374,19 +377,32 @@ class Skeleton:
             group[1:] = np.cumsum(used)[group[1:]] - 1
         self.group = group
         self.ngroups = int(group.max()) + 1 if n else 0
-        self.names = [d.names[b] for b in keep.tolist()]
-        self.modules = _modules(parent)
         self.R0, self.p0, self.I6 = d.R0[keep], d.p0[keep], d.I6[keep]
-        locked = set(self.locked_bodies)
-        # kept bodies whose healthy parent is locked: their placement moves to the host
-        self.child_fix = [(c, int(d.parent[b])) for c, b in enumerate(keep.tolist())
-                          if c and d.parent[b] in locked]
-        self.tip_info = []                              # (tip, compiled body, locked body or 0)
-        for t in d.tips:
-            if self.exist[t.body] == 0.0:
-                continue                                # a stump has no contact
-            self.tip_info.append((t, int(host[t.body]), t.body if t.body in locked else 0))
-        self.static_tips = [TipFrame(t.name, h, t.R, t.p) for t, h, lb in self.tip_info]
+        self.child_fix = []                             # kept bodies whose healthy parent is locked
+        if self.locked_bodies:
+            lm = np.zeros(d.n + 1, dtype=bool)
+            lm[list(self.locked_bodies)] = True
+            self.child_fix = [(c, int(hpar[c])) for c in (np.flatnonzero(lm[hpar[1:]]) + 1).tolist()]
+        locked = self.locked_bodies
+        exist = self.exist
+        host_l = host.tolist()
+        self.tip_info = [(t, host_l[t.body], t.body if t.body in locked else 0)   # (tip, host, locked body)
+                         for t in d.tips if exist[t.body] != 0.0]                # a stump has no contact
+        self.static_tips = [TipFrame(t.name, h, t.R, t.p) for t, h, _ in self.tip_info]
+
+    @property
+    def names(self) -> List[str]:
+        names = self.data.names
+        return [names[b] for b in self.keep.tolist()]
+
+    @property
+    def modules(self):
+        mods = self.extra.get("modules")
+        if mods is None:
+            if not hasattr(self, "host"):
+                self._build()
+            mods = self.extra["modules"] = _modules(self.parent)
+        return mods
 
     def compiled(self, angles: Dict[int, float]) -> "CompiledTree":
         if not angles:
@@ -421,7 +437,6 @@ class CompiledTree(TreeArrays):
         self.hid = keep
         self.n, self.parent, self.kind, self.axis, self.S = sk.n, sk.parent, sk.kind, sk.axis, sk.S
         self.anc, self.depth, self.group, self.ngroups = sk.anc, sk.depth, sk.group, sk.ngroups
-        self.names, self.modules = sk.names, sk.modules
         self.q_index, self.v_index = sk.q_index, sk.v_index
         R0, p0, I6 = sk.R0, sk.p0, sk.I6
         if angles:
@@ -445,6 +460,14 @@ class CompiledTree(TreeArrays):
             self.tips = sk.static_tips
         self.R0, self.p0, self.I6 = R0, p0, I6
         self.mass = I6[:, 0, 0].copy()
+
+    @property
+    def names(self) -> List[str]:
+        return self.skeleton.names
+
+    @property
+    def modules(self):
+        return self.skeleton.modules
 
     @property
     def nq(self) -> int:
