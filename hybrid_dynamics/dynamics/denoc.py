@@ -77,19 +77,20 @@ class DeNOC(ModularEngine):
     @staticmethod
     def _structure(tree):
         modules = tree.modules
-        children = [[] for _ in range(tree.n + 1)]
-        for b in range(1, tree.n + 1):
-            children[tree.parent[b]].append(b)
-        module_of = np.zeros(tree.n + 1, dtype=int)
-        for i, (_, bodies) in enumerate(modules):
-            module_of[list(bodies)] = i
-        # module descendants (gamma^i without i) and children (xi^i)
-        mchildren = [[] for _ in modules]
-        for i, (par, _) in enumerate(modules):
-            if par >= 0:
-                mchildren[par].append(i)
-        order = [b for _, bodies in modules[1:] for b in bodies]   # inter- then intra-modular
-        return modules, children, module_of, mchildren, order
+        par = tree.parent.tolist()
+        children = [[] for _ in par]
+        for b in range(1, len(par)):
+            children[par[b]].append(b)
+        module_of = [0] * len(par)
+        mchildren = [[] for _ in modules]                  # module children (xi^i)
+        order = []                                           # inter- then intra-modular
+        for i, (mp, bodies) in enumerate(modules):
+            for b in bodies:
+                module_of[b] = i
+            if mp >= 0:
+                mchildren[mp].append(i)
+                order.extend(bodies)
+        return modules, children, np.array(module_of), mchildren, order
 
     def _install(self, built) -> None:
         (self.tree, self.coords, self.modules, self.children, self.module_of,

@@ -420,8 +420,8 @@ class HamelFast(ModularEngine):
         derived = sk.extra.get(self.name)                    # per skeleton, computed once
         if derived is None:
             exist = sk.exist
-            act = np.flatnonzero(sk.jmask)                   # 0-based joint indices
-            alive = np.flatnonzero(exist[1:][self._tip_joint_all] > 0)
+            act = sk.keep[1:] - 1                            # 0-based joint indices present
+            alive = exist[self._tip_body_all].nonzero()[0]
             I6e = self.data.I6 * exist[:, None, None]        # x_ij multiplies link l_ij (base: 1)
             vi = sk.v_index
             derived = sk.extra[self.name] = (act, alive, I6e, len(vi) == self._n + 6, vi[:, None], vi[None, :])

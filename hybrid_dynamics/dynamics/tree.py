@@ -81,20 +81,26 @@ def _groups(parent: np.ndarray) -> np.ndarray:
 
 
 def _modules(parent: np.ndarray) -> List[Tuple[int, Tuple[int, ...]]]:
-    """Paper 003's kinematic modules: maximal serial chains, numbered outward; (parent, bodies)."""
-    children: Dict[int, List[int]] = {b: [] for b in range(len(parent))}
-    for b in range(1, len(parent)):
-        children[parent[b]].append(b)
-    modules: List[Tuple[int, Tuple[int, ...]]] = [(-1, (0,))]
-    queue = [(c, 0) for c in children[0]]
-    while queue:
-        start, par = queue.pop(0)
-        chain = [start]
-        while len(children[chain[-1]]) == 1:
-            chain.append(children[chain[-1]][0])
-        modules.append((par, tuple(chain)))
-        queue.extend((c, len(modules) - 1) for c in children[chain[-1]])
-    return modules
+    """Paper 003's kinematic modules: maximal serial chains, numbered outward in body order
+    (a parent module before its children); (parent module, bodies). One pass: a body continues
+    its parent's chain when it is that parent's only child (the base module is the base)."""
+    par = parent.tolist()
+    n = len(par) - 1
+    nch = np.bincount(parent[1:], minlength=n + 1).tolist() if n else [0]
+    module_of = [0] * (n + 1)
+    chains: List[List[int]] = [[0]]
+    mparent = [-1]
+    for b in range(1, n + 1):
+        p = par[b]
+        if p > 0 and nch[p] == 1:
+            i = module_of[p]
+            chains[i].append(b)
+        else:
+            i = len(chains)
+            chains.append([b])
+            mparent.append(module_of[p])
+        module_of[b] = i
+    return [(mp, tuple(c)) for mp, c in zip(mparent, chains)]
 
 
 @dataclass
@@ -240,6 +246,10 @@ class TreeData(TreeArrays):
             return sk, {}
         return sk, {b: float(a) for b, (_, a) in zip(sk.lock_seq, locked)}
 
+    def clear_structures(self) -> None:
+        """Forget every structure computed so far (a benchmark of first-time changes)."""
+        self._skeletons = {}
+
     def compile(self, morphology) -> "CompiledTree":
         sk, angles = self.skeleton(morphology)
         return sk.compiled(angles)
@@ -278,7 +288,7 @@ class Coordinates:
             jmask = np.zeros(data.n, dtype=bool)
             jmask[v_index[6:] - 6] = True
         self.jmask = jmask                                # healthy joints present
-        rank = np.cumsum(jmask)
+        rank = jmask.cumsum()
         self.vrank = rank + 5                             # position in v of each present joint
         self.qrank = rank + 6
 
@@ -300,15 +310,17 @@ class Coordinates:
         if sk is not None and osk is not None:
             out = sk.maps.get(osk.key)
             if out is None:
-                out = sk.maps[osk.key] = tuple(tuple(_readonly(a) for a in pair) for pair in _maps(old, self))
+                (a, b), (c, e) = _maps(old, self)
+                out = sk.maps[osk.key] = ((_readonly(a), _readonly(b)), (_readonly(c), _readonly(e)))
             return out
         return _maps(old, self)
 
 
 def _maps(old: Coordinates, new: Coordinates):
-    both = old.jmask & new.jmask
-    return ((np.concatenate((_R7, old.qrank[both])), np.concatenate((_R7, new.qrank[both]))),
-            (np.concatenate((_R6, old.vrank[both])), np.concatenate((_R6, new.vrank[both]))))
+    both = (old.jmask & new.jmask).nonzero()[0]
+    vo, vn = old.vrank[both], new.vrank[both]
+    return ((np.concatenate((_R7, vo + 1)), np.concatenate((_R7, vn + 1))),
+            (np.concatenate((_R6, vo)), np.concatenate((_R6, vn))))
 
 
 def _joint_motion(data: "TreeData", b: int, angle: float) -> Tuple[np.ndarray, np.ndarray]:
@@ -335,7 +347,7 @@ class Skeleton:
         keepmask = exist > 0
         if locked_bodies:
             keepmask[list(locked_bodies)] = False
-        self.keep = np.flatnonzero(keepmask)             # healthy body of each compiled body
+        self.keep = keepmask.nonzero()[0]                # healthy body of each compiled body
         jmask = keepmask[1:].copy()
         self.jmask = jmask
         self.q_index = _readonly(np.concatenate((_R7, 6 + self.keep[1:])))
