@@ -106,3 +106,31 @@ def test_restore_gives_back_the_healthy_model(jethexa, cls):
     assert back.q[6 + 4] == r.q_stand[6 + 4]        # leg2 coxa back at the standing pose
     assert back.q[7 + 15] == pytest.approx(0.2)     # leg6 coxa at its lock angle
     assert np.allclose(e.nle(q2, v), h0, atol=1e-12)
+
+
+@pytest.mark.parametrize("cls", ENGINES)
+def test_reused_structures_follow_the_lock_angle(jethexa, cls):
+    """A structure seen before (same removed links and locked joints) is reused across
+    changes, but a different lock angle must give that angle's dynamics: checked against
+    Pinocchio on MorphologyMap's model (paper 000 Algorithm 1) at each angle, and the cached
+    index maps cannot be written through."""
+    import pinocchio as pin
+    r = jethexa
+    healthy = Morphology.healthy(r)
+    e = cls(r)
+    rng = np.random.default_rng(5)
+    for angle in (0.4, -0.25, 0.4, -0.25):
+        m = healthy.remove_links("leg3", 2).lock_joint("leg1_femur_joint", angle)
+        e.set_morphology(healthy)
+        out = e.set_morphology(m)
+        mmap = MorphologyMap(r, m)
+        q = mmap.reduce_q(r.q_stand.copy())
+        q[7:] += rng.uniform(-0.3, 0.3, len(q) - 7)
+        data = mmap.model.createData()
+        M_ref = pin.crba(mmap.model, data, mmap.expand_q(q))
+        M_ref = np.triu(M_ref) + np.triu(M_ref, 1).T
+        M_ref = M_ref[np.ix_(mmap.v_index, mmap.v_index)]
+        M = e.mass_matrix(q)
+        assert np.max(np.abs(M - M_ref)) < 1e-9 * np.max(np.abs(M_ref))
+        with pytest.raises(ValueError):
+            out.v_map[0][0] = 3
