@@ -1,6 +1,6 @@
 """``hybrid-dynamics bench pipeline``: latency from /joint_states received to
 /effort_controller/commands published, in the one-process graph (estimator, controller,
-morphology manager on one MultiThreadedExecutor), over ``--cycles`` joint states.
+morphology manager on the graph's executor, single-threaded), over ``--cycles`` joint states.
 
 A stand-in robot publishes joint states and IMU from its own process at the update rate
 (as a ros2_control robot's broadcasters would). The controller node stamps each joint state
@@ -88,14 +88,14 @@ def measure(robot_name, trigger, cycles, rate):
         graph.start()
         graph.spin_until(lambda: ctrl.latency_count > 200, timeout=30.0)
         ctrl.reset_statistics()
-        c0, t0 = ctrl.cycles, time.monotonic()
+        c0, s0, t0 = ctrl.cycles, ctrl.safe_cycles, time.monotonic()
         graph.spin_until(lambda: ctrl.latency_count >= cycles or source.poll() is not None, timeout=duration)
         elapsed = time.monotonic() - t0
         cycles_run = ctrl.cycles - c0
         lat = ctrl.latencies()[:cycles]
         comp = ctrl.compute[:min(ctrl.latency_count, ctrl.LATENCY_BUFFER)][:cycles]
         misses = ctrl.deadline_misses
-        safe = ctrl.safe_cycles
+        safe = ctrl.safe_cycles - s0          # in the measured window, not the start-up
         kind = ctrl.control.kind
         params = ctrl.p
     finally:

@@ -21,6 +21,7 @@ Imu (``/imu_sensor_broadcaster/imu``)
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -181,23 +182,24 @@ class JointStateBuffer:
 def parse_imu(msg):
     """An :class:`ImuSample` plus its stamp, or :class:`Rejected`."""
     o = msg.orientation
-    quat = np.array([o.x, o.y, o.z, o.w], dtype=float)
     w = msg.angular_velocity
     a = msg.linear_acceleration
-    gyro = np.array([w.x, w.y, w.z], dtype=float)
-    acc = np.array([a.x, a.y, a.z], dtype=float)
-    if not np.all(np.isfinite(quat)):
-        return Rejected("non_finite", "orientation is NaN or inf")
-    if not (np.all(np.isfinite(gyro)) and np.all(np.isfinite(acc))):
+    vals = (o.x, o.y, o.z, o.w, w.x, w.y, w.z, a.x, a.y, a.z)
+    if not all(map(math.isfinite, vals)):       # the common case in one pass, without numpy
+        if not all(map(math.isfinite, vals[:4])):
+            return Rejected("non_finite", "orientation is NaN or inf")
         return Rejected("non_finite", "angular velocity or acceleration is NaN or inf")
-    if len(msg.orientation_covariance) and msg.orientation_covariance[0] == -1.0:
+    cov = msg.orientation_covariance
+    if len(cov) and cov[0] == -1.0:
         return Rejected("no_orientation", "orientation_covariance[0] = -1: the IMU gives no orientation")
-    norm = float(np.linalg.norm(quat))
+    quat = np.array(vals[:4], dtype=float)
+    norm = math.sqrt(quat.dot(quat))            # what np.linalg.norm computes, bit for bit
     if norm == 0.0:
         return Rejected("bad_quaternion", "zero quaternion")
     if abs(norm - 1.0) > QUAT_TOLERANCE:
         return Rejected("bad_quaternion", f"quaternion norm {norm:.4f} is not 1")
-    return stamp_to_sec(msg.header.stamp), ImuSample(quat / norm, gyro, acc)
+    return stamp_to_sec(msg.header.stamp), ImuSample(quat / norm, np.array(vals[4:7], dtype=float),
+                                                     np.array(vals[7:], dtype=float))
 
 
 def float_array(values: np.ndarray, msg_cls, labels: str = "joints"):

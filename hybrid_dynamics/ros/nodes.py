@@ -212,11 +212,21 @@ class StateEstimatorNode(_Base):
         self.publish_state(state, msg.header.stamp)
 
     def publish_state(self, state, stamp) -> None:
+        """~/joint_states_full, ~/odometry and /tf, each built only for a subscriber."""
+        if self.js_pub.get_subscription_count():
+            self._publish_joints(state, stamp)
+        if self.odom_pub.get_subscription_count() or (self.tf_pub is not None and self.tf_pub.get_subscription_count()):
+            self._publish_odometry(state, stamp)
+        self.published += 1
+
+    def _publish_joints(self, state, stamp) -> None:
         m = self.js_msg
         m.header.stamp = stamp
         m.position = array.array("d", state.q[7:].tobytes())
         m.velocity = array.array("d", state.v[6:].tobytes())
         self.js_pub.publish(m)
+
+    def _publish_odometry(self, state, stamp) -> None:
         o = Odometry()
         o.header.stamp = stamp
         o.header.frame_id = self.p["odom_frame"]
@@ -240,7 +250,6 @@ class StateEstimatorNode(_Base):
             t.transform.translation.x, t.transform.translation.y, t.transform.translation.z = map(float, q[0:3])
             t.transform.rotation = ori
             self.tf_pub.publish(self._tf_cls(transforms=[t]))
-        self.published += 1
 
     def _on_diag(self) -> None:
         now = self.now()
@@ -262,6 +271,7 @@ class WholeBodyControllerNode(_Base):
 
     SPEC = P.WHOLE_BODY_CONTROLLER
     LATENCY_BUFFER = 20000
+    DIAG_WINDOW = 1000          # cycles behind the latency percentiles on /diagnostics
 
     def __init__(self, robot=None, name: str = "whole_body_controller", **kwargs):
         super().__init__(name, robot, **kwargs)
@@ -294,6 +304,8 @@ class WholeBodyControllerNode(_Base):
         self.cmd_msg = Float64MultiArray()
         self.cmd_msg.layout.dim = [MultiArrayDimension(label="joints", size=len(self.control.joints),
                                                        stride=len(self.control.joints))]
+        self.cycle_msg = Float64MultiArray()
+        self.force_msg = Float64MultiArray()
         self.force_pub = None
         if self.robot.loops is not None:
             self.force_pub = self.create_publisher(Float64MultiArray, self.p["actuator_forces_topic"], COMMAND_QOS)
@@ -391,18 +403,12 @@ class WholeBodyControllerNode(_Base):
         elif self.safe_mode is not None and self.cycles > 0:
             self.get_logger().info(f"fresh data: leaving safe mode ({self.safe_mode})", throttle_duration_sec=5.0)
         self.safe_mode = reason
+        # the command first: everything else of the cycle happens after it is on the wire
         self.cmd_msg.data = array.array("d", cmd.tobytes())
         self.cmd_pub.publish(self.cmd_msg)
-        if reason is None:
-            self._publish_cycle(stance, time.perf_counter() - start)
-        if self.force_pub is not None and reason is None and self.control.last_output is not None:
-            forces = getattr(self.control.last_output, "actuator_forces", None) or {}
-            fm = Float64MultiArray()
-            fm.data = [float(forces.get(n, 0.0)) for n in self.robot.actuated_joints]
-            self.force_pub.publish(fm)
         end = time.perf_counter()
-        i = self.latency_count % self.LATENCY_BUFFER
         if self._js_new:
+            i = self.latency_count % self.LATENCY_BUFFER
             self.latency[i] = end - self._js_perf
             self.compute[i] = end - start
             self.latency_count += 1
@@ -411,15 +417,26 @@ class WholeBodyControllerNode(_Base):
             self.deadline_misses += 1
         self.history.append((self.cycles, self.revision, cmd.copy()))
         self.cycles += 1
+        # the cycle record and actuator forces: built only for a subscriber (the damage
+        # detector, the estimator's planned stance, a bag, a plot)
+        if reason is None and self.cycle_pub.get_subscription_count():
+            self._publish_cycle(stance, end - start)
+        if self.force_pub is not None and reason is None and self.control.last_output is not None \
+                and self.force_pub.get_subscription_count():
+            forces = getattr(self.control.last_output, "actuator_forces", None) or {}
+            fm = self.force_msg
+            fm.data = array.array("d", [float(forces.get(n, 0.0)) for n in self.robot.actuated_joints])
+            self.force_pub.publish(fm)
 
     def _publish_cycle(self, stance, cycle_time: float) -> None:
         """``~/cycle``: QP solve ms, cycle ms, fallback, infeasible, then the stance flag
         the QP used for each contact frame of the robot (1/0), for plots and the detector."""
         out = self.control.last_output
-        msg = Float64MultiArray()
-        msg.data = [1e3 * float(getattr(out, "solve_time", 0.0)), 1e3 * cycle_time,
-                    float(bool(getattr(out, "fallback", False))), float(bool(getattr(out, "infeasible", False)))] + \
-            [1.0 if stance.get(f, False) else 0.0 for f in self.cycle_frames]
+        msg = self.cycle_msg
+        msg.data = array.array("d", [1e3 * float(getattr(out, "solve_time", 0.0)), 1e3 * cycle_time,
+                                     float(bool(getattr(out, "fallback", False))),
+                                     float(bool(getattr(out, "infeasible", False)))] +
+                               [1.0 if stance.get(f, False) else 0.0 for f in self.cycle_frames])
         self.cycle_pub.publish(msg)
 
     def latencies(self) -> np.ndarray:
@@ -435,8 +452,12 @@ class WholeBodyControllerNode(_Base):
     # ---------------------------------------------------------------- outputs
     def _on_diag(self) -> None:
         out = self.control.last_output
+        # the percentiles of the last DIAG_WINDOW cycles (the whole buffer is ~1 ms of sorting
+        # inside the cycle's callback group)
         n = min(self.latency_count, self.LATENCY_BUFFER)
-        lat = self.latency[:n]
+        i = self.latency_count % self.LATENCY_BUFFER
+        lat = self.latency[max(0, i - self.DIAG_WINDOW):i] if i else self.latency[n - self.DIAG_WINDOW:n]
+        n = len(lat)
         level = DiagnosticStatus.OK
         if self.safe_mode is not None:
             level = DiagnosticStatus.WARN if self.state.imu is not None else DiagnosticStatus.STALE
@@ -462,8 +483,8 @@ class WholeBodyControllerNode(_Base):
 
     def _on_markers(self) -> None:
         est = self.state.last
-        if est is None or self.safe_mode is not None:
-            return
+        if est is None or self.safe_mode is not None or not self.marker_pub.get_subscription_count():
+            return                  # ~40 Python messages: built only for rviz or a bag
         self.marker_pub.publish(build_markers(self, est))
 
 
@@ -551,6 +572,7 @@ class MorphologyManagerNode(_Base):
         self.rejected_events = 0
         self.source = "initial"
         self.detections: List[dict] = []
+        self._surviving = (None, set())
         # the detector pairs efforts with estimates by stamp: no joint state may be dropped
         self.create_subscription(JointState, self.p["joint_states_topic"], self._on_js,
                                  QUEUED_SENSOR_QOS if self.p["detector"] else SENSOR_QOS, callback_group=self.group)
@@ -689,7 +711,9 @@ class MorphologyManagerNode(_Base):
         timeout = float(self.p["detect_timeout"])
         if now - self.last_msg > timeout:
             return                                   # everything silent: stale, not damage
-        surviving = set(MorphologyMap(self.robot, self.morphology).joint_names)
+        if self._surviving[0] is not self.morphology:     # a MorphologyMap is a model build: once per change
+            self._surviving = (self.morphology, set(MorphologyMap(self.robot, self.morphology).joint_names))
+        surviving = self._surviving[1]
         events = []
         for leg in self.robot.legs:
             names = leg.joint_names(self.robot.model)

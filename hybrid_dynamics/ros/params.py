@@ -16,7 +16,7 @@ Spec = Dict[str, Tuple[Any, str]]
 COMMON: Spec = {
     "robot": ("jethexa", "built-in robot name, or a path to a robot.yaml or .urdf"),
     "morphology_topic": ("/morphology_manager/morphology", "current morphology (transient local)"),
-    "diagnostics_period": (0.1, "s between /diagnostics messages"),
+    "diagnostics_period": (0.5, "s between /diagnostics messages (the morphology manager: 5x this)"),
 }
 
 STATE_ESTIMATOR: Spec = {
@@ -49,7 +49,7 @@ WHOLE_BODY_CONTROLLER: Spec = {
     "commands_topic": ("/effort_controller/commands", "std_msgs/Float64MultiArray out"),
     "actuator_forces_topic": ("~/actuator_forces", "closed chains: actuator forces, order of actuators"),
     "safe_mode_damping": (1.0, "N m s/rad of the safe-mode damping torques"),
-    "markers_period": (0.05, "s between ~/markers messages (0: off)"),
+    "markers_period": (0.1, "s between ~/markers messages (0: off); built only while subscribed"),
     "gait": (False, "walk: the node owns the locomotion planner (control/locomotion), follows "
                     "cmd_vel_topic and the morphology, and uses the planned stance"),
     "cmd_vel_topic": ("/cmd_vel", "geometry_msgs/Twist in (with gait: true)"),
