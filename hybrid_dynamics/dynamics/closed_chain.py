@@ -22,12 +22,15 @@ For a serial robot (no loops) the projection is the identity and the drift zero.
 from __future__ import annotations
 
 import math
+import operator
 from dataclasses import dataclass
 from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 import pinocchio as pin
 from scipy.linalg import lapack
+
+_getrf, _getrs, _gecon, _lange = lapack.dgetrf, lapack.dgetrs, lapack.dgecon, lapack.dlange
 
 from ..errors import InputError
 
@@ -45,6 +48,7 @@ def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 _I1 = np.array([1, 2, 0])
+_WA_OM = np.array([2, 0])
 _I2 = np.array([2, 0, 1])
 
 
@@ -127,15 +131,38 @@ class LoopClosureKinematics:
             if any(a >= 3 for a in loop.axes):
                 self._ang_loops.append(k)
         self._S, self._MAB = S, MAB
-        used = sorted(set(int(j) for j in self._ja) | set(int(j) for j in self._jb))
-        self._joints_used = used
-        self._ia_used = np.array([used.index(int(j)) for j in self._ja], dtype=int)
-        self._ib_used = np.array([used.index(int(j)) for j in self._jb], dtype=int)
-        self._Ha = np.array([M.homogeneous for M in self._Ma]).reshape(L, 4, 4)
-        self._Hb = np.array([M.homogeneous for M in self._Mb]).reshape(L, 4, 4)
+        # joints of the cuts, interleaved (a_0, b_0, a_1, b_1, ...): one gather from data.oMi
+        inter = [int(j) for k in range(L) for j in (self._ja[k], self._jb[k])]
+        self._get_joints = operator.itemgetter(*inter) if len(inter) > 1 else (lambda xs: ())
+        self._Hab = np.array([M.homogeneous for k in range(L) for M in (self._Ma[k], self._Mb[k])]
+                             ).reshape(2 * L, 4, 4)
         self._rows = np.array(rows, dtype=int)
+        # constrained rows: loop k, axis a; each is one row of T = [[R_a^T, -R_a^T [p_b]x], [0, R_a^T]]
+        self._kr = np.array([k for k, lp in enumerate(self.loops) for _ in lp.axes], dtype=int)
+        self._ar = np.array([a for lp in self.loops for a in lp.axes], dtype=int)
+        self._ar3 = self._ar % 3
+        self._ang = np.flatnonzero(self._ar >= 3)
+        self._all_lin = self._ang.size == 0
+        self._SrT = np.ascontiguousarray(S[self._kr].T) if L else np.zeros((self.nv, 0))   # (nv, m)
+        # (J v) @ _M3T = [relative twist | V_B | V_A] per loop, (J_dot v) @ _ST = J_dot (S v)
+        self._M3T = np.ascontiguousarray(np.vstack([S, MAB[L:], MAB[:L]]).T) if L else np.zeros((self.nv, 0))
+        self._ST = np.ascontiguousarray(S.T)
+        self._vel = np.zeros((6, 4 * L))
+        # K = [I | -[p_b]x | p_b - p_a | top | bot] (3 x 9 per loop) = (p_a, 1, p_b, 1) @ _E, so that
+        # R_a^T K gives the rows of T, the closure error and (with the velocity terms in the last
+        # two columns) the drift in one product; K [nu; om] = nu + om x p_b
+        E = np.zeros((8, 3, 9))
+        E[3, :, :3] = np.eye(3)
+        E[4:7, :, 3:6] = -_skew_batch(np.eye(3))
+        E[4:7, :, 6] = np.eye(3)
+        E[:3, :, 6] = -np.eye(3)
+        self._E = E.reshape(8, 27)
+        # -w_A x u + om x p_b_dot as one product: outer products (j, k, pair) @ _Ec
+        eps = np.zeros((3, 3, 3))
+        eps[0, 1, 2] = eps[1, 2, 0] = eps[2, 0, 1] = 1.0
+        eps[0, 2, 1] = eps[2, 1, 0] = eps[1, 0, 2] = -1.0
+        self._Ec = np.stack([-eps.transpose(1, 2, 0), eps.transpose(1, 2, 0)], axis=2).reshape(18, 3)
         self._R_ref = [np.eye(3) for _ in range(L)]
-        self._T = np.zeros((L, 6, 6))
         # G: d theta / d theta_a (nv - nb rows scattered to nv), G_f with the base block
         self.G_f = np.zeros((self.nv, self.nb + self.n_act))
         self.G_f[:self.nb, :self.nb] = np.eye(self.nb)
@@ -144,104 +171,110 @@ class LoopClosureKinematics:
             q_ref = getattr(robot, "q_stand", None)
         self.q_ref = pin.neutral(m) if q_ref is None else np.array(q_ref, dtype=float)
         if self._ang_loops:   # angular rows are measured from the relative orientation at q_ref
-            self._placements(self.q_ref, jacobians=False)
+            pin.forwardKinematics(m, self.data, self.q_ref)
+            F = self._frames()
             for k in self._ang_loops:
-                self._R_ref[k] = self._Ra[k].T @ self._Rb[k]
+                self._R_ref[k] = F[2 * k, :3, :3].T @ F[2 * k + 1, :3, :3]
         self.last_rcond = 1.0
 
     # ------------------------------------------------------------------ kinematics
-    def _placements(self, q, jacobians=True, v=None):
-        m, d = self.model, self.data
+    def _frames(self):
+        """F (2L x 4 x 4): world placements of frame_a, frame_b of every cut, interleaved."""
+        H = np.array([M.homogeneous for M in self._get_joints(self.data.oMi.tolist())])
+        return np.matmul(H, self._Hab)
+
+    def _evaluate(self, q, v=None, jacobian=True):
+        """One Pinocchio pass, then (e_l, J_l^T (nv x m, C order) or None, J_l_dot v or None)."""
+        m, d, L = self.model, self.data, self.L
         if v is not None:
             pin.computeJointJacobiansTimeVariation(m, d, q, v)
-        elif jacobians:
+        elif jacobian:
             pin.computeJointJacobians(m, d, q)
         else:
             pin.forwardKinematics(m, d, q)
-        oMi = d.oMi
-        H = np.array([oMi[j].homogeneous for j in self._joints_used])     # (nj, 4, 4)
-        A = np.matmul(H[self._ia_used], self._Ha)
-        B = np.matmul(H[self._ib_used], self._Hb)
-        self._Ra, self._pa = A[:, :3, :3], A[:, :3, 3]
-        self._Rb, self._pb = B[:, :3, :3], B[:, :3, 3]
-
-    def _error6(self) -> np.ndarray:
-        Rt = np.transpose(self._Ra, (0, 2, 1))
-        e = np.zeros((self.L, 6))
-        e[:, :3] = np.einsum("kij,kj->ki", Rt, self._pb - self._pa)
-        for k in self._ang_loops:
-            e[k, 3:] = pin.log3(Rt[k] @ self._Rb[k] @ self._R_ref[k].T)
-        return e
-
-    def _jacobian6(self) -> np.ndarray:
-        Rt = np.transpose(self._Ra, (0, 2, 1))
-        T = self._T
-        T[:, :3, :3] = Rt
-        T[:, :3, 3:] = -Rt @ _skew_batch(self._pb)
-        T[:, 3:, 3:] = Rt
-        D = self.data.J[None, :, :] * self._S[:, None, :]
-        return np.matmul(T, D)
-
-    def _drift6(self, v: np.ndarray) -> np.ndarray:
-        d = self.data
-        L = self.L
-        W = d.J @ (self._MAB * v).T                 # (6, 2L): spatial velocities of A and B
-        VA, VB = W[:, :L].T, W[:, L:].T
-        rel = VB - VA
-        nu, om = rel[:, :3], rel[:, 3:]
-        dD = (d.dJ @ (self._S * v).T).T               # (L, 6)
-        dnu, dom = dD[:, :3], dD[:, 3:]
-        wA = VA[:, 3:]
-        pb = self._pb
-        # all cross products in two batched calls
-        c1 = _cross(np.concatenate([pb, VB[:, 3:], pb, wA, wA]), np.concatenate([om, pb, dom, nu, om]))
-        pb_om, wB_pb, pb_dom, wA_nu, wA_om = (c1[i * L:(i + 1) * L] for i in range(5))
-        pbdot = VB[:, :3] + wB_pb
-        c2 = _cross(np.concatenate([wA, pbdot]), np.concatenate([pb_om, om]))
-        top = -wA_nu + c2[:L] - c2[L:] + dnu - pb_dom
-        bot = -wA_om + dom
-        Rt = np.transpose(self._Ra, (0, 2, 1))
-        out = np.empty((L, 6))
-        out[:, :3] = np.einsum("kij,kj->ki", Rt, top)
-        out[:, 3:] = np.einsum("kij,kj->ki", Rt, bot)
-        return out
+        F = self._frames()
+        Rt = F[0::2, :3, :3].transpose(0, 2, 1)                 # R_a^T
+        K = (F[:, :, 3].reshape(L, 8) @ self._E).reshape(L, 3, 9)
+        if v is not None:
+            W = self._vel
+            np.matmul(d.J * v, self._M3T, out=W[:, :3 * L])      # relative twist, V_B, V_A
+            np.matmul(d.dJ * v, self._ST, out=W[:, 3 * L:])      # J_dot (S v)
+            X = W.reshape(6, 4, L).transpose(2, 0, 1)           # (L, 6, 4)
+            U = np.matmul(K[:, :, :6], X)                       # u = nu + om x p_b, p_b_dot, -, w
+            Om = X[:, 3:]                                       # om, w_B, w_A, dom
+            a1 = Om[:, :, _WA_OM]                               # (L, 3, 2): w_A, om
+            P = a1[:, :, None, :] * U[:, None, :, :2]           # (L, 3, 3, 2)
+            np.add(U[:, :, 3], P.reshape(L, 18) @ self._Ec, out=K[:, :, 7])
+            if not self._all_lin:
+                K[:, :, 8] = Om[:, :, 3] - _cross(Om[:, :, 2], Om[:, :, 0])   # dom - w_A x om
+        T = np.matmul(Rt, K)                                    # (L, 3, 9)
+        Ts = T[self._kr, self._ar3]                             # (m, 9)
+        e = Ts[:, 6]
+        drift = Ts[:, 7] if v is not None else None
+        Trow = Ts[:, :6]
+        if not self._all_lin:
+            ang, kr, ar = self._ang, self._kr, self._ar
+            e, Trow = e.copy(), Trow.copy()
+            Trow[ang, 3:] = Ts[ang, :3]
+            Trow[ang, :3] = 0.0
+            Ra, Rb = F[0::2, :3, :3], F[1::2, :3, :3]
+            for k in self._ang_loops:
+                ek = pin.log3(Ra[k].T @ Rb[k] @ self._R_ref[k].T)
+                sel = ang[kr[ang] == k]
+                e[sel] = ek[ar[sel] - 3]
+            if drift is not None:
+                drift = drift.copy()
+                drift[ang] = Ts[ang, 8]
+        JT = None
+        if jacobian or v is not None:
+            JT = np.matmul(d.J.T, Trow.T)
+            JT *= self._SrT
+        return e, JT, drift
 
     def compute(self, q: np.ndarray, v: Optional[np.ndarray] = None) -> LoopState:
         """e_l, J_l and (with ``v``) the drift J_l_dot v, from one Pinocchio pass."""
         if self.L == 0:
             return LoopState(np.zeros(0), np.zeros((0, self.nv)), None if v is None else np.zeros(0))
-        self._placements(q, True, v)
-        e = self._error6().reshape(-1)[self._rows]
-        J = self._jacobian6().reshape(6 * self.L, self.nv)[self._rows]
-        drift = None if v is None else self._drift6(v).reshape(-1)[self._rows]
-        return LoopState(e, J, drift)
+        e, JT, drift = self._evaluate(q, v)
+        return LoopState(e, JT.T, drift)
 
     def residual(self, q: np.ndarray) -> np.ndarray:
         """Closure error e_l(q) (positions only)."""
         if self.L == 0:
             return np.zeros(0)
-        self._placements(q, jacobians=False)
-        return self._error6().reshape(-1)[self._rows]
+        return self._evaluate(q, None, jacobian=False)[0]
 
     # ------------------------------------------------------------------ linear algebra
     def _factor(self, J: np.ndarray):
         """LU of J_lu with a reciprocal condition estimate (LAPACK gecon, 1-norm)."""
-        Jlu = np.asfortranarray(J[:, self.iu])
-        anorm = np.abs(Jlu).sum(axis=0).max() if Jlu.size else 1.0
-        lu, piv, info = lapack.dgetrf(Jlu)
-        rcond = lapack.dgecon(lu, anorm, norm="1")[0] if info == 0 else 0.0
+        Jlu = J.T[self.iu].T                      # Fortran order, a copy LAPACK may overwrite
+        anorm = _lange("1", Jlu) if Jlu.size else 1.0
+        lu, piv, info = _getrf(Jlu, overwrite_a=1)
+        rcond = _gecon(lu, anorm, norm="1")[0] if info == 0 else 0.0
         self.last_rcond = float(rcond)
         return lu, piv, rcond
 
     @staticmethod
     def _solve(fac, b):
         lu, piv, _ = fac
-        return lapack.dgetrs(lu, piv, b)[0]
+        return _getrs(lu, piv, b)[0]
+
+    def _solve_jm(self, J: np.ndarray, fac, extra: Optional[np.ndarray] = None):
+        """J_lu^-1 [J_la, extra] in one LAPACK call: (J_m, J_lu^-1 extra or None)."""
+        na = self.n_act
+        R = np.empty((na + (extra is not None), J.shape[0]))
+        R[:na] = J.T[self.ia]
+        if extra is not None:
+            R[na] = extra
+        X = _getrs(fac[0], fac[1], R.T, overwrite_b=1)[0]
+        Jm = X[:, :na]
+        np.negative(Jm, out=Jm)
+        return Jm, (X[:, na] if extra is not None else None)
 
     def jm(self, state: LoopState, fac=None) -> np.ndarray:
         """J_m = -J_lu^-1 J_la (n_pas x n_act)."""
         fac = fac or self._factor(state.J)
-        return -self._solve(fac, state.J[:, self.ia])
+        return self._solve_jm(state.J, fac)[0]
 
     def projection(self, q: np.ndarray, v: Optional[np.ndarray] = None,
                    state: Optional[LoopState] = None) -> Tuple[np.ndarray, np.ndarray]:
@@ -255,13 +288,21 @@ class LoopClosureKinematics:
             return G, drift
         if state is None:
             state = self.compute(q, v)
-        fac = self._factor(state.J)
+        Jm, d_u = self._projection_terms(state.J, state.drift_acc)
+        G[self.iu, self.nb:] = Jm
+        if d_u is not None:
+            drift[self.iu] = d_u
+        return G, drift
+
+    def _projection_terms(self, J, drift_acc):
+        """(J_m, drift_u = -J_lu^-1 J_l_dot v or None); raises SingularLinkage."""
+        fac = self._factor(J)
         if fac[2] < 1e-12:
             raise SingularLinkage(f"J_lu is singular (rcond {fac[2]:.1e})")
-        G[self.iu, self.nb:] = self.jm(state, fac)
-        if state.drift_acc is not None:
-            drift[self.iu] = -self._solve(fac, state.drift_acc)
-        return G, drift
+        Jm, s = self._solve_jm(J, fac, drift_acc)
+        if s is not None:
+            np.negative(s, out=s)
+        return Jm, s
 
     # ------------------------------------------------------------------ positions
     def close(self, q0: np.ndarray, *, tol: float = 1e-10, max_iter: int = 30, damping: float = 1e-6,
@@ -320,9 +361,21 @@ class LoopClosureKinematics:
                          G_f: Optional[np.ndarray] = None, drift: Optional[np.ndarray] = None):
         """Fixed base (base at rest): actuator forces tau_a = (G_f^T rnea(q, v, a))[nb:]
         with a = G_f [0; a_a] + drift (NOTES-001 section 2.3). Returns (tau_a, a)."""
+        if G_f is None and self.L:
+            # one pass: J_l, drift, one LU of J_lu for J_m and the drift; G_f never formed
+            e, JT, dacc = self._evaluate(q, v)
+            Jm, d_u = self._projection_terms(JT.T, dacc)
+            a_a = np.asarray(a_a, dtype=float)
+            a = np.zeros(self.nv)
+            a[self.ia] = a_a
+            a[self.iu] = Jm @ a_a + d_u
+            tau = pin.rnea(self.model, self.data, q, v, a)
+            return tau[self.ia] + tau[self.iu] @ Jm, a
         if G_f is None:
             G_f, drift = self.projection(q, v)
-        a = G_f[:, self.nb:] @ a_a + drift
+        a = G_f[:, self.nb:] @ a_a
+        if drift is not None:
+            a = a + drift
         tau = pin.rnea(self.model, self.data, q, v, a)
         return G_f[:, self.nb:].T @ tau, a
 
