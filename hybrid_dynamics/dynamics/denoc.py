@@ -76,25 +76,47 @@ class DeNOC(ModularEngine):
 
     @staticmethod
     def _structure(tree):
-        modules = tree.modules
-        par = tree.parent.tolist()
-        children = [[] for _ in par]
-        for b in range(1, len(par)):
-            children[par[b]].append(b)
-        module_of = [0] * len(par)
-        mchildren = [[] for _ in modules]                  # module children (xi^i)
-        order = []                                           # inter- then intra-modular
-        for i, (mp, bodies) in enumerate(modules):
-            for b in bodies:
-                module_of[b] = i
-            if mp >= 0:
-                mchildren[mp].append(i)
-                order.extend(bodies)
-        return modules, children, np.array(module_of), mchildren, order
+        """The link order of the recursions (inter- then intra-modular: modules in order, each
+        outward) is the body order, since modules are contiguous chains numbered outward in
+        depth-first order; the modules themselves are derived when gim/udu ask."""
+        return (range(1, tree.n + 1),)
 
     def _install(self, built) -> None:
-        (self.tree, self.coords, self.modules, self.children, self.module_of,
-         self.mchildren, self.order) = built
+        self.tree, self.coords, self.order = built
+
+    @property
+    def modules(self):
+        """Paper 003's modules: (parent module, links) of the current tree."""
+        return self.tree.modules
+
+    @property
+    def mchildren(self):
+        """The child modules of each module (xi^i)."""
+        extra = self.tree.skeleton.extra
+        out = extra.get("mchildren")
+        if out is None:
+            modules = self.tree.modules
+            out = [[] for _ in modules]
+            for i in range(1, len(modules)):
+                out[modules[i][0]].append(i)
+            extra["mchildren"] = out
+        return out
+
+    @property
+    def children(self):
+        """Child links of each link."""
+        children = [[] for _ in range(self.tree.n + 1)]
+        for b, p in enumerate(self.tree.parent.tolist()[1:], 1):
+            children[p].append(b)
+        return children
+
+    @property
+    def module_of(self) -> np.ndarray:
+        """The module of each link."""
+        out = np.zeros(self.tree.n + 1, dtype=int)
+        for i, (_, bodies) in enumerate(self.modules):
+            out[list(bodies)] = i
+        return out
 
     @property
     def tips(self) -> List[str]:
@@ -277,20 +299,20 @@ class DeNOC(ModularEngine):
         eta = w                                                 # eta_k, then eta_bar_k
         psi = np.zeros((t.n + 1, 6))
         phi = np.zeros(t.n + 1)
-        # step 2: modules s..1, links eta^i..1 (the last link gathers its child modules)
-        for i in range(len(self.modules) - 1, 0, -1):
-            for b in reversed(self.modules[i][1]):
-                pk = k.pk[b]
-                psih = Mh[b] @ pk
-                mh = pk @ psih + arm[b - 1]
-                psi[b] = psih / mh
-                phi[b] = (tau[5 + b] - pk @ eta[b]) / mh
-                Mbar = Mh[b] - np.outer(psih, psi[b])
-                ebar = eta[b] + psih * phi[b]
-                j = par[b]
-                Ab = _A(k.o[j] - k.o[b])
-                Mh[j] += Ab.T @ Mbar @ Ab
-                eta[j] += self._shift(ebar, k.o[b], k.o[j])
+        # step 2: modules s..1, links eta^i..1 (the last link gathers its child modules): the
+        # reversed body order
+        for b in reversed(self.order):
+            pk = k.pk[b]
+            psih = Mh[b] @ pk
+            mh = pk @ psih + arm[b - 1]
+            psi[b] = psih / mh
+            phi[b] = (tau[5 + b] - pk @ eta[b]) / mh
+            Mbar = Mh[b] - np.outer(psih, psi[b])
+            ebar = eta[b] + psih * phi[b]
+            j = par[b]
+            Ab = _A(k.o[j] - k.o[b])
+            Mh[j] += Ab.T @ Mbar @ Ab
+            eta[j] += self._shift(ebar, k.o[b], k.o[j])
         P0 = self._P0(k)
         I0 = P0.T @ Mh[0] @ P0
         qdd0 = np.linalg.solve(I0, tau[:6] - P0.T @ eta[0])

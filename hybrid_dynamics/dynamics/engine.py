@@ -74,15 +74,22 @@ class ModularEngine:
             return Reassembly((np.arange(len(new.q_index)),) * 2, (np.arange(len(new.v_index)),) * 2)
         q_map, v_map = new.maps(old)
         out = Reassembly(q_map, v_map)
+        every = len(q_map[1]) == len(new.q_index)         # the new coordinates all come from the old
         if q is not None:
             # coordinates both keep come from q; the rest from the old fill (standing pose, or
             # the lock angle of a joint being restored); newly locked joints leave q
-            q_new = old.q_fill[new.q_index]
-            q_new[q_map[1]] = np.asarray(q, float)[q_map[0]]
+            if every:
+                q_new = np.asarray(q, float)[q_map[0]]
+            else:
+                q_new = old.q_fill[new.q_index]
+                q_new[q_map[1]] = np.asarray(q, float)[q_map[0]]
             out.q = q_new
         if v is not None:
-            v_new = np.zeros(len(new.v_index))
-            v_new[v_map[1]] = np.asarray(v, float)[v_map[0]]
+            if every:
+                v_new = np.asarray(v, float)[v_map[0]]
+            else:
+                v_new = np.zeros(len(new.v_index))
+                v_new[v_map[1]] = np.asarray(v, float)[v_map[0]]
             out.v = v_new
         return out
 

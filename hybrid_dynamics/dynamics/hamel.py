@@ -45,6 +45,7 @@ from typing import List, Optional
 import numpy as np
 
 from .engine import ModularEngine, tree_data
+from .tree import _SEQ
 from .lie import Ad, Ad_inv, ad, force_cross, quat_to_rot, skew, skew_b
 
 GRAVITY = np.array([0.0, 0.0, -9.81])
@@ -138,26 +139,14 @@ class HamelDirect(ModularEngine):
     @staticmethod
     def _structure(tree):
         """Per leg module: its bodies, each link's local columns (itself and its ancestors in
-        the module) and the Schur classes, from one pass over the parent array (a module is
-        contiguous: depth-first order)."""
-        parent = tree.parent.tolist()
-        group = tree.group.tolist()
-        cols = {}
-        starts = []
-        for l in range(1, len(parent)):
-            p = parent[l]
-            if p > 0 and group[p] == group[l]:
-                cols[l] = cols[p] + [l - first]
-            else:
-                first = l
-                starts.append(l)
-                cols[l] = [0]
-        ends = starts[1:] + [len(parent)]
-        groups = [np.arange(a, b) for a, b in zip(starts, ends)]
+        the module) and the Schur classes, concatenated from the per-subtree pieces the
+        skeleton was assembled from (a module is contiguous: depth-first order)."""
+        starts, sizes, cols = tree.skeleton.direct
+        groups = [_SEQ[a:a + s] for a, s in zip(starts, sizes)]
         by_size = {}
-        for a, b in zip(starts, ends):
-            by_size.setdefault(b - a, []).append(range(5 + a, 5 + b))
-        classes = [np.array(v, dtype=int) for v in by_size.values()]
+        for a, s in zip(starts, sizes):
+            by_size.setdefault(s, []).append(a)
+        classes = [np.array(v)[:, None] + _SEQ[5:5 + s] for s, v in by_size.items()]
         return groups, cols, classes
 
     def _install(self, built) -> None:

@@ -20,15 +20,15 @@ smaller tree with the same arrays; its coordinates are the morphology's reduced 
 """
 from __future__ import annotations
 
+import itertools
 import math
-from dataclasses import dataclass
-from typing import Dict, List, Tuple
+from typing import Dict, List, NamedTuple, Tuple
 
 import numpy as np
 import pinocchio as pin
 
 from ..errors import InputError
-from .lie import Ad_inv, rot_axis, skew
+from .lie import Ad_inv, rot_axis, skew, skew_b
 
 def _joint_axis(jmodel) -> Tuple[int, np.ndarray]:
     """(kind, unit axis in the joint frame): kind 0 revolute, 1 prismatic, from the joint's
@@ -103,8 +103,7 @@ def _modules(parent: np.ndarray) -> List[Tuple[int, Tuple[int, ...]]]:
     return [(mp, tuple(c)) for mp, c in zip(mparent, chains)]
 
 
-@dataclass
-class TipFrame:
+class TipFrame(NamedTuple):
     name: str
     body: int            # body index in the tree it belongs to
     R: np.ndarray        # frame placement in the body frame
@@ -201,6 +200,109 @@ class TreeData(TreeArrays):
         self._skeletons = {}
         self.parent_list = self.parent.tolist()
         self.arange = np.arange(n + 1)
+        self._lock_bases()
+        self._group_pieces()
+        # the per-body arrays a compiled tree gathers, side by side: one gather per morphology
+        self.packed = np.concatenate([self.R0.reshape(n + 1, 9), self.p0, self.I6.reshape(n + 1, 36),
+                                      self.axis, self.S], 1)
+
+    # ------------------------------------------------------------------ load-time pieces
+    def _lock_bases(self) -> None:
+        """Angle-free pieces of a lock. Body b's frame in its parent's at joint position th is
+        linear in (c1, c2) = (sin th, 1 - cos th) (revolute) or (th, 0) (prismatic):
+        R_l = R0 + c1 RA1 + c2 RA2, p_l = p0 + c1 PA1. Hence, with c = [1, c1, c2, c1^2,
+        c1 c2, c2^2]: b's inertia merged into its parent's frame is ``c @ lock_inertia[b]``,
+        and a child's (or tip's) placement in the host frame is ``[1, c1, c2] @ basis``."""
+        n1 = self.n + 1
+        rev = (self.kind == 0)[:, None, None]
+        pri = (self.kind == 1)[:, None]
+        RA = np.stack([self.R0, self.R0K * rev, self.R0K2 * rev], 1)             # (n+1, 3, 3, 3)
+        PA = np.stack([self.p0, self.R0ax * pri, np.zeros((n1, 3))], 1)          # (n+1, 3, 3)
+        self._RA, self._PA = RA, PA
+        # X = Ad^-1(R_l, p_l) = X0 + c1 X1 + c2 X2 (R_l and p_l never both vary)
+        RAt = np.swapaxes(RA, 2, 3)
+        X = np.zeros((n1, 3, 6, 6))
+        X[:, :, :3, :3] = RAt
+        X[:, :, 3:, 3:] = RAt
+        P0 = skew_b(self.p0)[:, None]
+        PA1 = skew_b(PA[:, 1])
+        X[:, :, :3, 3:] = -RAt @ P0
+        X[:, 1, :3, 3:] -= np.swapaxes(self.R0, 1, 2) @ PA1 * pri[:, :, None]
+        I = self.I6[:, None]
+        Xt = np.swapaxes(X, 2, 3)
+        T = Xt[:, :, None] @ I[:, :, None] @ X[:, None, :]                        # (n+1, 3, 3, 6, 6)
+        B = np.stack([T[:, 0, 0], T[:, 0, 1] + T[:, 1, 0], T[:, 0, 2] + T[:, 2, 0],
+                      T[:, 1, 1], T[:, 1, 2] + T[:, 2, 1], T[:, 2, 2]], 1)
+        self.lock_inertia = B.reshape(n1, 6, 36)
+        # a body's placement in its host when only its parent is locked: [R (9), p (3)]
+        par = np.maximum(self.parent, 0)
+        Rc = RA[par] @ self.R0[:, None]                                          # (n+1, 3, 3, 3)
+        pc = np.einsum("nkij,nj->nki", RA[par], self.p0) + PA[par]
+        self.child_basis = np.concatenate([Rc.reshape(n1, 3, 9), pc], 2)         # (n+1, 3, 12)
+        self.tip_basis = []
+        for t in self.tips:
+            b = t.body
+            Rt = RA[b] @ t.R
+            pt = RA[b] @ t.p + PA[b]
+            self.tip_basis.append(np.concatenate([Rt.reshape(3, 9), pt], 1))
+
+    def _group_pieces(self) -> None:
+        """Per base-attached subtree (bodies contiguous in depth-first order) the structure of
+        every combination of its legs' existence numbers, computed here once: a morphology
+        is then assembled by concatenating one piece per group (locks add pieces on demand)."""
+        n = self.n
+        groups = [np.flatnonzero(self.group == g).tolist() for g in range(self.ngroups)]
+        self.group_bodies = groups
+        if [b for g in groups for b in g] != list(range(1, n + 1)):
+            raise InputError("the modular engines need the bodies in depth-first order")
+        gl = [[] for _ in groups]
+        for name, bodies in self.leg_bodies.items():
+            if bodies:
+                gl[int(self.group[bodies[0]])].append(name)
+        self.group_legs = gl
+        self._jointless = [name for name, bodies in self.leg_bodies.items() if not bodies]
+        self.leg_cut_sets = {name: [set(c.tolist()) for c in cuts] for name, cuts in self.leg_cut.items()}
+        tip_of = [[] for _ in groups]
+        for i, t in enumerate(self.tips):
+            if t.body > 0:
+                tip_of[int(self.group[t.body])].append((i, t))
+        self.group_tips = tip_of
+        self._tips_sorted = all(int(self.group[a.body]) <= int(self.group[b.body])
+                                for a, b in zip(self.tips, self.tips[1:]))
+        self._pieces = []
+        for g in range(len(groups)):
+            sizes = [len(self.leg_bodies[name]) + 1 for name in gl[g]]
+            table = {}
+            if math.prod(sizes) <= _ENUMERATE:
+                for ks in itertools.product(*[range(s) for s in sizes]):
+                    table[ks] = _Piece(self, g, ks, ())
+            self._pieces.append(table)
+        # one lock in a group, under every precomputed removal state of it
+        self._single_locks = [{} for _ in groups]
+        for g, table in enumerate(self._pieces):
+            if len(table) * len(groups[g]) > _ENUMERATE:
+                continue
+            for ks, pc in table.items():
+                for b in pc.keep.tolist():
+                    self._single_locks[g][(ks, (b,))] = _Piece(self, g, ks, (b,))
+        self._lock_pieces = {}
+
+    def piece(self, g: int, ks: tuple, locked: tuple) -> "_Piece":
+        if not locked:
+            pc = self._pieces[g].get(ks)
+            if pc is None:
+                pc = self._pieces[g][ks] = _Piece(self, g, ks, ())
+            return pc
+        pc = self._single_locks[g].get((ks, locked))
+        if pc is not None:
+            return pc
+        key = (g, ks, locked)
+        pc = self._lock_pieces.get(key)
+        if pc is None:
+            if len(self._lock_pieces) >= _CACHE:
+                self._lock_pieces.clear()
+            pc = self._lock_pieces[key] = _Piece(self, g, ks, locked)
+        return pc
 
     # ------------------------------------------------------------------ morphology
     def masks(self, morphology) -> Tuple[np.ndarray, Dict[int, float]]:
@@ -231,24 +333,62 @@ class TreeData(TreeArrays):
 
         Structures are computed once per robot and reused: a change whose existence numbers
         and locked joints were seen before (any lock angles) costs a dictionary look-up; a new
-        one is validated by :meth:`masks` (raising before anything is cached)."""
+        one is validated (raising before anything is cached) and assembled from the per-group
+        pieces of :meth:`_group_pieces`."""
         locked = morphology.locked
         key = (morphology.links_kept, tuple(name for name, _ in locked)) if locked else morphology.links_kept
         sk = self._skeletons.get(key)
         if sk is None:
-            exist, angles = self.masks(morphology)
+            pieces, angles, seq = self._pieces_of(morphology)
             if len(self._skeletons) >= _CACHE:
                 self._skeletons.clear()
-            sk = self._skeletons[key] = Skeleton(self, key, exist, tuple(sorted(angles)),
-                                                 tuple(self.body_of[name] for name, _ in locked))
+            sk = self._skeletons[key] = Skeleton(self, key, pieces, seq)
             return sk, angles
         if not locked:
             return sk, {}
         return sk, {b: float(a) for b, (_, a) in zip(sk.lock_seq, locked)}
 
+    def _pieces_of(self, morphology):
+        """Validated per-group pieces, {locked body: angle} and the body of each lock."""
+        kept = dict(morphology.links_kept)
+        if len(kept) != len(self.leg_cut) or not any(k > 0 for k in kept.values()) and self.leg_cut:
+            self.masks(morphology)                          # raises the precise error
+            kept = {**{name: len(c) for name, c in self.leg_cut.items()}, **kept}   # unnamed legs: healthy
+        angles, seq = {}, ()
+        by_group = None
+        if morphology.locked:
+            by_group = {}
+            body_of, group = self.body_of, self.group
+            for name, angle in morphology.locked:
+                b = body_of.get(name, 0)
+                if b == 0:
+                    self.masks(morphology)
+                angles[b] = float(angle)
+                by_group.setdefault(int(group[b]), []).append(b)
+            seq = tuple(angles)
+        pieces = []
+        table = self._pieces
+        try:
+            for g, legs in enumerate(self.group_legs):
+                ks = tuple([kept[name] for name in legs])
+                if by_group and g in by_group:
+                    pieces.append(self.piece(g, ks, tuple(sorted(by_group[g]))))
+                else:
+                    pc = table[g].get(ks)
+                    pieces.append(pc if pc is not None else self.piece(g, ks, ()))
+        except (KeyError, _BadPiece):
+            self.masks(morphology)                          # raises the precise error
+            raise
+        for name in self._jointless:                        # legs without joints keep 0 links
+            if kept.get(name, 0) != 0:
+                self.masks(morphology)
+        return pieces, angles, seq
+
     def clear_structures(self) -> None:
-        """Forget every structure computed so far (a benchmark of first-time changes)."""
+        """Forget every structure computed so far (a benchmark of first-time changes); the
+        per-group pieces of removals computed at load stay."""
         self._skeletons = {}
+        self._lock_pieces = {}
 
     def compile(self, morphology) -> "CompiledTree":
         sk, angles = self.skeleton(morphology)
@@ -260,13 +400,97 @@ class TreeData(TreeArrays):
 
 
 _CACHE = 4096                                         # structures kept per robot
+_ENUMERATE = 256                                      # leg states per group precomputed at load
 _R6 = np.arange(6)
 _R7 = np.arange(7)
+_ONE = np.ones(1)
+_SEQ = np.arange(1 << 14)
+_SEQ.setflags(write=False)
+
+
+def _seq(n: int) -> np.ndarray:
+    """0..n-1 (a read-only view)."""
+    return _SEQ[:n] if n <= len(_SEQ) else np.arange(n)
+
+
+class _BadPiece(Exception):
+    pass
 
 
 def _readonly(a: np.ndarray) -> np.ndarray:
     a.setflags(write=False)
     return a
+
+
+class _Piece:
+    """One base-attached subtree under one combination of its legs' existence numbers and
+    locks, in local numbering (0.. over its kept bodies, -1 the base): kept bodies, parents,
+    depths, the Direct form's leg columns and module starts, paper 003's modules, tips,
+    locked bodies with their hosts, and kept children of locked bodies."""
+    __slots__ = ("m", "keep", "exist", "qi", "par", "depth", "cols", "starts", "modules", "locked")
+
+    def __init__(self, d: TreeData, g: int, ks: tuple, locked: tuple):
+        bodies = d.group_bodies[g]
+        removed = set()
+        for name, k in zip(d.group_legs[g], ks):
+            cuts = d.leg_cut_sets[name]
+            if not 0 <= k <= len(cuts):
+                raise _BadPiece(name)
+            if k < len(cuts):
+                removed |= cuts[k]
+        lockset = set(locked)
+        if lockset & removed:
+            raise _BadPiece("locked a removed link")
+        plist = d.parent_list
+        host = {0: -1}
+        keep, par, depth, cols, starts = [], [], [], [], []
+        first = 0
+        for b in bodies:
+            if b in removed:
+                continue
+            p = plist[b]
+            h = host[p]
+            if b in lockset:
+                host[b] = h
+                continue
+            i = len(keep)
+            host[b] = i
+            keep.append(b)
+            par.append(h)
+            if h < 0:
+                depth.append(1)
+                first = i
+                starts.append(i)
+                cols.append([0])
+            else:
+                depth.append(depth[h] + 1)
+                cols.append(cols[h] + [i - first])
+        m = len(keep)
+        self.m = m
+        self.keep = np.array(keep, dtype=int)
+        self.qi = self.keep + 6
+        a = bodies[0]
+        ex = np.ones(len(bodies))
+        if removed:
+            ex[[b - a for b in removed]] = 0.0
+        self.exist = ex
+        self.par, self.depth, self.cols, self.starts = par, depth, cols, starts
+        self.locked = tuple(sorted(locked))
+        # paper 003's modules: a body continues its parent's chain when it is its only child
+        nch = [0] * m
+        for h in par:
+            if h >= 0:
+                nch[h] += 1
+        mods, module_of = [], [0] * m
+        for i, h in enumerate(par):
+            if h >= 0 and nch[h] == 1:
+                mi = module_of[h]
+                mods[mi][1].append(i)
+            else:
+                mi = len(mods)
+                mods.append((module_of[h] if h >= 0 else -1, [i]))
+            module_of[i] = mi
+        self.modules = [(mp, b[0], b[-1] + 1) for mp, b in mods]    # chains are contiguous
 
 
 class Coordinates:
@@ -288,9 +512,14 @@ class Coordinates:
             jmask = np.zeros(data.n, dtype=bool)
             jmask[v_index[6:] - 6] = True
         self.jmask = jmask                                # healthy joints present
-        rank = jmask.cumsum()
-        self.vrank = rank + 5                             # position in v of each present joint
-        self.qrank = rank + 6
+        self.vrank = self.qrank = None                    # positions in v / q, on first use
+
+    def ranks(self):
+        if self.vrank is None:
+            rank = self.jmask.cumsum()
+            self.vrank = rank + 5                         # position in v of each present joint
+            self.qrank = rank + 6
+        return self.vrank
 
     def with_locks(self, data: "TreeData", locked: Dict[int, float]) -> "Coordinates":
         """The same coordinates with the lock angles ``locked`` in the fill."""
@@ -317,8 +546,13 @@ class Coordinates:
 
 
 def _maps(old: Coordinates, new: Coordinates):
+    nqo, nqn = len(old.q_index), len(new.q_index)
+    if nqo == len(old.q_fill):                          # from the healthy robot: every new coordinate
+        return (new.q_index, _seq(nqn)), (new.v_index, _seq(nqn - 1))
+    if nqn == len(new.q_fill):                          # back to it: every old coordinate
+        return (_seq(nqo), old.q_index), (_seq(nqo - 1), old.v_index)
     both = (old.jmask & new.jmask).nonzero()[0]
-    vo, vn = old.vrank[both], new.vrank[both]
+    vo, vn = old.ranks()[both], new.ranks()[both]
     return ((np.concatenate((_R7, vo + 1)), np.concatenate((_R7, vn + 1))),
             (np.concatenate((_R6, vo)), np.concatenate((_R6, vn))))
 
@@ -331,31 +565,43 @@ def _joint_motion(data: "TreeData", b: int, angle: float) -> Tuple[np.ndarray, n
     return data.R0[b], data.p0[b] + data.R0ax[b] * angle
 
 
+def _lock_coef(data: "TreeData", b: int, angle: float) -> Tuple[float, float]:
+    if data.kind[b] == 0:
+        return math.sin(angle), 1.0 - math.cos(angle)
+    return angle, 0.0
+
+
 class Skeleton:
     """A morphology's structure, independent of the lock angles: the existence mask, the kept
     bodies (x_ij = 1 and not locked) and their renumbering, the index maps of q and v, and
     (built on first use, then kept) the compiled tree's angle-free arrays and what merging
-    each locked body needs. Engines keep their own derived structure in ``extra``."""
+    each locked body needs. Everything is the concatenation of one precomputed piece per
+    base-attached subtree. Engines keep their own derived structure in ``extra``."""
 
-    def __init__(self, data: TreeData, key, exist: np.ndarray, locked_bodies: Tuple[int, ...],
-                 lock_seq: Tuple[int, ...] = ()):
+    def __init__(self, data: TreeData, key, pieces: List[_Piece], lock_seq: Tuple[int, ...] = ()):
         self.data = data
         self.key = key
-        self.exist = exist
-        self.locked_bodies = locked_bodies               # ascending (parents first)
+        self.pieces = pieces
         self.lock_seq = lock_seq                         # body of each entry of Morphology.locked
-        keepmask = exist > 0
-        if locked_bodies:
-            keepmask[list(locked_bodies)] = False
-        self.keep = keepmask.nonzero()[0]                # healthy body of each compiled body
-        jmask = keepmask[1:].copy()
+        live = [p for p in pieces if p.m]
+        self.live = live
+        q_index = np.concatenate([_R7] + [p.qi for p in live])
+        self.v_index = _readonly(q_index[1:] - 1)       # v_index = [0..5, keep - 1 + 6]
+        self.keep = q_index[6:] - 6                     # healthy body of each compiled body
+        self.q_index = _readonly(q_index)
+        self.exist = exist = np.concatenate([_ONE] + [p.exist for p in pieces])
+        jmask = exist[1:] > 0
+        if lock_seq:
+            self.locked_bodies = lb = tuple(b for p in pieces for b in p.locked)   # ascending
+            jmask[[b - 1 for b in lb]] = False
+        else:
+            self.locked_bodies = ()
         self.jmask = jmask
-        self.q_index = _readonly(np.concatenate((_R7, 6 + self.keep[1:])))
-        self.v_index = _readonly(np.concatenate((_R6, 5 + self.keep[1:])))
         self.maps = {}
         self.extra = {}
         self._coords = Coordinates(data, self.q_index, self.v_index, {}, jmask, self)
         self._tree = None
+        self._built = False
         self._recent = {}                                # lock angles -> compiled tree (reuse)
 
     def coordinates(self, angles: Dict[int, float]) -> Coordinates:
@@ -363,44 +609,99 @@ class Skeleton:
 
     # ------------------------------------------------------------------ compiled tree
     def _build(self) -> None:
-        """The angle-free part of the compiled tree: gathers over the kept bodies, and a
-        Python step only per locked body."""
+        """The angle-free part of the compiled tree shared by the engines: the compiled body
+        carrying each healthy body, parents through it, one gather of the packed healthy
+        arrays over the kept bodies, and the tips."""
         d = self.data
         keep = self.keep
-        host = np.zeros(d.n + 1, dtype=int)             # compiled body carrying each healthy body
-        host[keep] = d.arange[:len(keep)]
-        plist = d.parent_list
-        for b in self.locked_bodies:                    # ascending: parents first
-            host[b] = host[plist[b]]
-        self.host = host
-        n = len(keep) - 1
+        m1 = len(keep)
+        n = m1 - 1
         self.n = n
+        pos = np.zeros(d.n + 1, dtype=int)              # compiled body carrying each healthy body
+        pos[keep] = _SEQ[:m1]
+        lb = self.locked_bodies
+        plist = d.parent_list
+        if lb:
+            for b in lb:                                # ascending: parents first
+                pos[b] = pos[plist[b]]
         hpar = d.parent[keep]
-        parent = host[hpar]
+        parent = pos[hpar]
         parent[0] = -1
         self.parent = parent
-        self.kind, self.axis, self.S = d.kind[keep], d.axis[keep], d.S[keep]
-        self.anc = d.anc[keep][:, keep]                 # merged bodies' children hang off their ancestors
-        self.depth = self.anc.sum(0).astype(int) if self.locked_bodies else d.depth[keep]
-        group = d.group[keep]
-        if n:                                           # groups keep their order, without gaps
-            used = np.zeros(d.ngroups, dtype=int)
-            used[group[1:]] = 1
-            group[1:] = np.cumsum(used)[group[1:]] - 1
-        self.group = group
-        self.ngroups = int(group.max()) + 1 if n else 0
-        self.R0, self.p0, self.I6 = d.R0[keep], d.p0[keep], d.I6[keep]
-        self.child_fix = []                             # kept bodies whose healthy parent is locked
-        if self.locked_bodies:
-            lm = np.zeros(d.n + 1, dtype=bool)
-            lm[list(self.locked_bodies)] = True
-            self.child_fix = [(c, int(hpar[c])) for c in (np.flatnonzero(lm[hpar[1:]]) + 1).tolist()]
-        locked = self.locked_bodies
-        exist = self.exist
-        host_l = host.tolist()
-        self.tip_info = [(t, host_l[t.body], t.body if t.body in locked else 0)   # (tip, host, locked body)
-                         for t in d.tips if exist[t.body] != 0.0]                # a stump has no contact
-        self.static_tips = [TipFrame(t.name, h, t.R, t.p) for t, h, _ in self.tip_info]
+        F = d.packed[keep]
+        self.R0 = F[:, :9].reshape(m1, 3, 3)
+        self.p0 = F[:, 9:12]
+        self.I6 = F[:, 12:48].reshape(m1, 6, 6)
+        self.axis = F[:, 48:51]
+        self.S = F[:, 51:57]
+        self.kind = d.kind[keep]
+        self.anc = d.anc[keep[:, None], keep]            # merged bodies' children hang off their ancestors
+        posl = pos.tolist()
+        exl = self.exist.tolist()
+        tips = d.tips
+        if lb:
+            lockset = set(lb)
+            hp = hpar.tolist()
+            self.child_fix = [(c, hp[c]) for c in range(1, m1) if hp[c] in lockset]
+            self.lock_host = {b: posl[b] for b in lb}
+            self.simple_locks = not any(plist[b] in lockset for b in lb)
+            self.tip_index = [i for i, t in enumerate(tips) if exl[t.body]]   # a stump has no contact
+            self.tip_info = [(tips[i], posl[tips[i].body], tips[i].body if tips[i].body in lockset else 0)
+                             for i in self.tip_index]
+            self.static_tips = [TipFrame(t.name, h, t.R, t.p) for t, h, _ in self.tip_info]
+            self.tips_locked = any(x for _, _, x in self.tip_info)
+        else:
+            self.child_fix, self.lock_host, self.simple_locks = (), {}, True
+            self.static_tips = [TipFrame(t.name, posl[t.body], t.R, t.p) for t in tips if exl[t.body]]
+        self._built = True
+
+    def _offsets(self) -> List[int]:
+        out, off = [], 1
+        for p in self.live:
+            out.append(off)
+            off += p.m
+        return out
+
+    @property
+    def direct(self):
+        """The Direct form's leg modules: (first body, size) of each and every link's local
+        columns (itself and its ancestors in its module)."""
+        out = self.extra.get("direct")
+        if out is None:
+            if not self._built:
+                self._build()
+            cols, starts, sizes = [None], [], []
+            for p, off in zip(self.live, self._offsets()):
+                cols += p.cols
+                ends = p.starts[1:] + [p.m]
+                for a, e in zip(p.starts, ends):
+                    starts.append(a + off)
+                    sizes.append(e - a)
+            out = self.extra["direct"] = (starts, sizes, cols)
+        return out
+
+    @property
+    def depth_list(self) -> List[int]:
+        return [0] + [x for p in self.live for x in p.depth]
+
+    @property
+    def host(self) -> np.ndarray:
+        """Compiled body carrying each healthy body (0 for removed ones)."""
+        if not self._built:
+            self._build()
+        host = np.zeros(self.data.n + 1, dtype=int)
+        host[self.keep] = np.arange(len(self.keep))
+        for b, h in self.lock_host.items():
+            host[b] = h
+        return host
+
+    @property
+    def group(self) -> np.ndarray:
+        return np.array([-1] + [g for g, p in enumerate(self.live) for _ in range(p.m)])
+
+    @property
+    def ngroups(self) -> int:
+        return len(self.live)
 
     @property
     def names(self) -> List[str]:
@@ -409,23 +710,29 @@ class Skeleton:
 
     @property
     def modules(self):
+        """Paper 003's modules, (parent module, bodies) from the pieces' chains."""
         mods = self.extra.get("modules")
         if mods is None:
-            if not hasattr(self, "host"):
+            if not self._built:
                 self._build()
-            mods = self.extra["modules"] = _modules(self.parent)
+            mods = [(-1, range(0, 1))]
+            for p, off in zip(self.live, self._offsets()):
+                mo = len(mods)
+                mods += [(mp + mo if mp >= 0 else 0, range(a + off, e + off)) for mp, a, e in p.modules]
+            self.extra["modules"] = mods
         return mods
 
     def compiled(self, angles: Dict[int, float]) -> "CompiledTree":
         if not angles:
             if self._tree is None:
-                self._build()
+                if not self._built:
+                    self._build()
                 self._tree = CompiledTree(self, angles)
             return self._tree
         key = tuple(angles.items())
         tree = self._recent.get(key)
         if tree is None:
-            if not hasattr(self, "host"):
+            if not self._built:
                 self._build()
             if len(self._recent) >= 8:
                 self._recent.clear()
@@ -437,25 +744,49 @@ class CompiledTree(TreeArrays):
     """The tree with a morphology applied: removed bodies dropped, locked bodies merged.
 
     Removal is an index selection over the healthy arrays (:class:`Skeleton`); a locked
-    body's inertia is added to its host's through the joint placement at the lock angle, and
-    only the kept children and tips of locked bodies get new placements."""
+    body's inertia is added to its host's through the joint placement at the lock angle
+    (one product with the angle-free basis of :meth:`TreeData._lock_bases`), and only the
+    kept children and tips of locked bodies get new placements."""
 
     def __init__(self, sk: Skeleton, angles: Dict[int, float]):
         data = sk.data
         self.data = data
         self.skeleton = sk
         self.exist, self.locked = sk.exist, angles
-        keep = sk.keep
-        self.hid = keep
+        self.hid = sk.keep
         self.n, self.parent, self.kind, self.axis, self.S = sk.n, sk.parent, sk.kind, sk.axis, sk.S
-        self.anc, self.depth, self.group, self.ngroups = sk.anc, sk.depth, sk.group, sk.ngroups
+        self.anc = sk.anc
         self.q_index, self.v_index = sk.q_index, sk.v_index
         R0, p0, I6 = sk.R0, sk.p0, sk.I6
-        if angles:
+        if angles and sk.simple_locks:
+            I6 = I6.copy()
+            host = sk.lock_host
+            coef = {}
+            for b in sk.locked_bodies:
+                c1, c2 = coef[b] = _lock_coef(data, b, angles[b])
+                I6[host[b]] += (np.array((1.0, c1, c2, c1 * c1, c1 * c2, c2 * c2)) @ data.lock_inertia[b]).reshape(6, 6)
+            if sk.child_fix:
+                R0, p0 = R0.copy(), p0.copy()
+                for c, b in sk.child_fix:
+                    c1, c2 = coef[b]
+                    x = np.array((1.0, c1, c2)) @ data.child_basis[sk.keep[c]]
+                    R0[c] = x[:9].reshape(3, 3)
+                    p0[c] = x[9:]
+            self.tips = sk.static_tips
+            if sk.tips_locked:
+                tips = []
+                for (t, h, lb), i, tip in zip(sk.tip_info, sk.tip_index, sk.static_tips):
+                    if lb:
+                        c1, c2 = coef[lb]
+                        x = np.array((1.0, c1, c2)) @ data.tip_basis[i]
+                        tip = TipFrame(t.name, h, x[:9].reshape(3, 3), x[9:])
+                    tips.append(tip)
+                self.tips = tips
+        elif angles:                                    # a chain of locked joints
             R0, p0, I6 = R0.copy(), p0.copy(), I6.copy()
             hostR, hostp = {}, {}
-            host, par_of = sk.host, data.parent
-            for b in sk.locked_bodies:                  # just the locked chains
+            host, par_of = sk.lock_host, data.parent
+            for b in sk.locked_bodies:                  # ascending: parents first
                 Rl, pl = _joint_motion(data, b, angles[b])
                 par = int(par_of[b])
                 if par in hostR:
@@ -472,6 +803,18 @@ class CompiledTree(TreeArrays):
             self.tips = sk.static_tips
         self.R0, self.p0, self.I6 = R0, p0, I6
         self.mass = I6[:, 0, 0].copy()
+
+    @property
+    def depth(self) -> np.ndarray:
+        return np.array(self.skeleton.depth_list)
+
+    @property
+    def group(self) -> np.ndarray:
+        return self.skeleton.group
+
+    @property
+    def ngroups(self) -> int:
+        return self.skeleton.ngroups
 
     @property
     def names(self) -> List[str]:
