@@ -247,10 +247,17 @@ class LoopClosureKinematics:
     # ------------------------------------------------------------------ linear algebra
     def _factor(self, J: np.ndarray):
         """LU of J_lu with a reciprocal condition estimate (LAPACK gecon, 1-norm)."""
-        Jlu = J.T[self.iu].T                      # Fortran order, a copy LAPACK may overwrite
-        anorm = _lange("1", Jlu) if Jlu.size else 1.0
+        return self._lu(J.T)
+
+    def _lu(self, JT: np.ndarray):
+        """:meth:`_factor` from J_l^T (nv x m): (lu, piv, rcond)."""
+        Jlu = JT[self.iu].T                       # Fortran order, a copy LAPACK may overwrite
+        if not Jlu.size:
+            self.last_rcond = 1.0
+            return Jlu, np.zeros(0, dtype=np.int32), 1.0
+        anorm = _lange("1", Jlu)
         lu, piv, info = _getrf(Jlu, overwrite_a=1)
-        rcond = _gecon(lu, anorm, norm="1")[0] if info == 0 else 0.0
+        rcond = _gecon(lu, anorm, "1")[0] if info == 0 else 0.0
         self.last_rcond = float(rcond)
         return lu, piv, rcond
 
@@ -362,15 +369,20 @@ class LoopClosureKinematics:
         """Fixed base (base at rest): actuator forces tau_a = (G_f^T rnea(q, v, a))[nb:]
         with a = G_f [0; a_a] + drift (NOTES-001 section 2.3). Returns (tau_a, a)."""
         if G_f is None and self.L:
-            # one pass: J_l, drift, one LU of J_lu for J_m and the drift; G_f never formed
+            # one pass and one LU of J_lu, G_f never formed:
+            #   a_u = -J_lu^-1 (J_la a_a + J_l_dot v),  tau_a = tau_a' - J_la^T J_lu^-T tau_u'
             e, JT, dacc = self._evaluate(q, v)
-            Jm, d_u = self._projection_terms(JT.T, dacc)
+            lu, piv, rcond = self._lu(JT)
+            if rcond < 1e-12:
+                raise SingularLinkage(f"J_lu is singular (rcond {rcond:.1e})")
             a_a = np.asarray(a_a, dtype=float)
+            Jla_T = JT[self.ia]
             a = np.zeros(self.nv)
             a[self.ia] = a_a
-            a[self.iu] = Jm @ a_a + d_u
+            a[self.iu] = _getrs(lu, piv, np.negative(a_a @ Jla_T + dacc), overwrite_b=1)[0]
             tau = pin.rnea(self.model, self.data, q, v, a)
-            return tau[self.ia] + tau[self.iu] @ Jm, a
+            lam = _getrs(lu, piv, tau[self.iu], trans=1, overwrite_b=1)[0]
+            return tau[self.ia] - Jla_T @ lam, a
         if G_f is None:
             G_f, drift = self.projection(q, v)
         a = G_f[:, self.nb:] @ a_a

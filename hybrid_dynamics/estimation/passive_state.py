@@ -30,12 +30,16 @@ the estimator keeps its last valid state, returns it with ``valid = False`` and 
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence
 
 import numpy as np
+from scipy.linalg import lapack
 
 from ..dynamics.closed_chain import LoopClosureKinematics
+
+_getrs = lapack.dgetrs
 
 OK = "ok"
 NEAR_SINGULAR = "near_singular"
@@ -77,7 +81,6 @@ class PassiveStateEstimator:
         self._stroke = (m.lowerPositionLimit[qa] - margin, m.upperPositionLimit[qa] + margin)
         self.theta: Optional[np.ndarray] = None     # internal q (nq)
         self.last_valid: Optional[PassiveEstimate] = None
-        self._v = np.zeros(self.kin.nv)
         self._pending = None                        # Euler step waiting for the next stamp
 
     @property
@@ -122,7 +125,7 @@ class PassiveStateEstimator:
             self._pending = None
         q_a = np.asarray(q_a, dtype=float)
         v_a = np.asarray(v_a, dtype=float)
-        if not (np.all(np.isfinite(q_a)) and np.all(np.isfinite(v_a))):
+        if not math.isfinite(q_a.sum() + v_a.sum()) and not (np.isfinite(q_a).all() and np.isfinite(v_a).all()):
             return self._invalid(OUT_OF_WORKSPACE, "non-finite actuator measurement")
         if self.theta is None:
             est = self.initialise(q_a)
@@ -130,26 +133,29 @@ class PassiveStateEstimator:
                 return est
         th = self.theta
         lo, hi = self._stroke
-        if np.any(q_a < lo) or np.any(q_a > hi):
+        if (q_a < lo).any() or (q_a > hi).any():
             bad = [n for n, x, a, b in zip(kin.actuated_joints, q_a, lo, hi) if not a <= x <= b]
             return self._invalid(OUT_OF_WORKSPACE, f"actuators outside their stroke: {', '.join(bad)}")
-        if np.max(np.abs(q_a - th[kin.qa])) > self.jump_tol:
+        nd = th[kin.qa] - q_a                  # prediction minus measurement
+        if np.abs(nd).max() > self.jump_tol:
             # a jump no velocity explains: re-close at the measurement before going on
             q, info = kin.close(kin.with_actuated(th, q_a))
             if not info["converged"]:
                 return self._invalid(OUT_OF_WORKSPACE, f"the measured actuators cannot close the loops "
                                      f"(residual {info['residual']:.3g})")
             self.theta = th = q
+            nd = th[kin.qa] - q_a
         if q_base is not None:
             th[:7] = q_base
-        st = kin.compute(th)
-        residual = float(np.max(np.abs(st.error))) if st.error.size else 0.0
-        fac = kin._factor(st.J)
-        rcond = fac[2]
+        if not kin.L:                          # serial: nothing passive to complete
+            return self._serial(th, q_a, v_a, v_base, t)
+        e, JT, _ = kin._evaluate(th)           # e_l, J_l^T at the prediction (one Pinocchio pass)
+        residual = float(np.abs(e).max())
+        lu, piv, rcond = kin._lu(JT)
         if rcond < self.rcond_min:
             return self._invalid(NEAR_SINGULAR, f"J_lu near singular (rcond {rcond:.2e}): "
                                  "the actuators do not determine the passive joints here")
-        if residual > self.residual_max or not np.isfinite(residual):
+        if residual > self.residual_max or not math.isfinite(residual):
             # the estimate lost the loops: re-close at the measurement from the last valid state
             guess = self.last_valid.q if self.last_valid is not None else kin.q_ref
             q, info = kin.close(kin.with_actuated(guess, q_a))
@@ -157,26 +163,49 @@ class PassiveStateEstimator:
                 return self._invalid(OUT_OF_WORKSPACE, f"actuators {np.round(q_a, 4).tolist()} cannot close "
                                      f"the loops (residual {info['residual']:.3g})")
             self.theta = th = q
-            st = kin.compute(th)
-            fac = kin._factor(st.J)
-            rcond, residual = fac[2], info["residual"]
-        Jm = kin.jm(st, fac)
-        v = self._v
-        v[:] = 0.0
+            nd = th[kin.qa] - q_a
+            e, JT, _ = kin._evaluate(th)
+            lu, piv, rcond = kin._lu(JT)
+            residual = info["residual"]
+        # one solve with the LU of J_lu: J_m v_a, J_m (q_a - theta_a) = -J_lu^-1 J_la [v_a, q_a - theta_a]
+        # and the closure correction J_lu^-1 e_l (J_m itself is never formed)
+        R = np.empty((3, kin.m))
+        Jla_T = JT[kin.ia]
+        np.matmul(np.negative(v_a), Jla_T, out=R[0])
+        np.matmul(nd, Jla_T, out=R[1])
+        R[2] = e
+        X = _getrs(lu, piv, R.T, overwrite_b=1)[0]           # (n_pas, 3): J_m v_a, J_m d_a, corr
+        v = np.zeros(kin.nv)
         if v_base is not None:
             v[:kin.nb] = v_base
         v[kin.ia] = v_a
-        v[kin.iu] = Jm @ v_a
+        v[kin.iu] = X[:, 0]
         q_out = th.copy()
         q_out[kin.qa] = q_a
         # first-order completion at the measurement: the passive joints follow the actuators'
         # offset from the prediction through J_m (closure error second order in the offset)
-        q_out[kin.qu] += Jm @ (q_a - th[kin.qa])
-        est = PassiveEstimate(q_out, v.copy(), residual, rcond, True)
+        q_out[kin.qu] += X[:, 1]
+        est = PassiveEstimate(q_out, v, residual, rcond, True)
         # stabilised passive velocity (eq. 37) and Euler step (eq. 40): with a time stamp the
         # step is taken at the next update, over the true interval
-        corr = kin._solve(fac, st.error) if st.error.size else np.zeros(kin.n_pas)
-        step = (Jm, v_a.copy(), q_a - th[kin.qa], corr, t)
+        step = (X, v_a.copy(), np.negative(nd), t)
+        if t is None:
+            self._advance(step, None)
+        else:
+            self._pending = step
+        self.last_valid = est
+        return est
+
+    def _serial(self, th, q_a, v_a, v_base, t) -> PassiveEstimate:
+        kin = self.kin
+        v = np.zeros(kin.nv)
+        if v_base is not None:
+            v[:kin.nb] = v_base
+        v[kin.ia] = v_a
+        q_out = th.copy()
+        q_out[kin.qa] = q_a
+        est = PassiveEstimate(q_out, v, 0.0, 1.0, True)
+        step = (np.zeros((0, 3)), v_a.copy(), q_a - th[kin.qa], t)
         if t is None:
             self._advance(step, None)
         else:
@@ -186,18 +215,19 @@ class PassiveStateEstimator:
 
     def _advance(self, step, t_next: Optional[float]) -> None:
         """theta += dt [J_m va_k - alpha J_lu^-1 e; va_k], va_k = v_a + beta (theta_a_meas -
-        theta_a) (eqs. 37-40); dt from the stamps when both are known, gains capped at 1/dt."""
-        Jm, v_a, err_a, corr, t = step
+        theta_a) (eqs. 37-40); dt from the stamps when both are known, gains capped at 1/dt.
+        ``step`` = (X = [J_m v_a, J_m d_a, J_lu^-1 e_l], v_a, d_a = theta_a_meas - theta_a, t)."""
+        X, v_a, err_a, t = step
         dt = self.dt
         if t is not None and t_next is not None:
             dt = min(max(t_next - t, 0.0), 0.1)
         if dt <= 0.0:
             return
         alpha, beta = min(self.alpha, 1.0 / dt), min(self.beta, 1.0 / dt)
-        va_k = v_a + beta * err_a
         th, kin = self.theta, self.kin
-        th[kin.qu] += dt * (Jm @ va_k - alpha * corr)
-        th[kin.qa] += dt * va_k
+        th[kin.qa] += dt * (v_a + beta * err_a)
+        if X.size:
+            th[kin.qu] += X @ np.array([dt, dt * beta, -dt * alpha])
 
     def update_named(self, positions: Dict[str, float], velocities: Dict[str, float], **kw) -> PassiveEstimate:
         """Like :meth:`update`, with actuated joints matched by name (every one required)."""
