@@ -234,6 +234,29 @@ def test_malformed_damage_event_changes_nothing(graph):
     assert _wait_fault(graph, "morphology_manager", "bad_damage_event")
 
 
+# ---------------------------------------------------------------------------- outputs at their own rates
+def test_cycle_record_for_subscribers_and_latency_on_diagnostics(graph):
+    """~/cycle is built only while someone subscribes, and then every cycle with its layout;
+    the controller's /diagnostics carry the latency percentiles and loop counters."""
+    ctrl = graph.nodes["whole_body_controller"]
+    got = []
+    sub = graph.probe.create_subscription(Float64MultiArray, "/whole_body_controller/cycle", got.append, STATE_QOS)
+    try:
+        assert graph.spin_until(lambda: ctrl.cycle_pub.get_subscription_count() >= 1, timeout=5.0)
+        for _ in range(5):
+            assert _step(graph) is not None
+        assert graph.spin_until(lambda: len(got) >= 5, timeout=3.0)
+        assert all(len(m.data) == 4 + len(graph.robot.contacts) for m in got)
+        assert all(np.all(np.isfinite(m.data)) for m in got)
+    finally:
+        graph.probe.destroy_subscription(sub)
+    key = "whole_body_controller"
+    assert graph.spin_until(lambda: int(graph.probe.diag.get(key, {}).get("cycles", 0)) >= 5, timeout=3.0)
+    diag = graph.probe.diag[key]
+    assert float(diag["latency_p50_ms"]) > 0 and float(diag["latency_p99_ms"]) >= float(diag["latency_p50_ms"])
+    assert diag["controller"] in ("qp", "posture") and "deadline_misses" in diag and "safe_cycles" in diag
+
+
 # ---------------------------------------------------------------------------- damage
 def test_damage_reassembles_the_controller_within_one_cycle(graph):
     ctrl = graph.nodes["whole_body_controller"]
