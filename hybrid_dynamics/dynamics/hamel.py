@@ -138,19 +138,27 @@ class HamelDirect(ModularEngine):
 
     @staticmethod
     def _structure(tree):
-        """Per leg module: its bodies, each link's local columns (itself and its ancestors in
-        the module) and the Schur classes, concatenated from the per-subtree pieces the
-        skeleton was assembled from (a module is contiguous: depth-first order)."""
-        starts, sizes, cols = tree.skeleton.direct
-        groups = [_SEQ[a:a + s] for a, s in zip(starts, sizes)]
-        by_size = {}
-        for a, s in zip(starts, sizes):
-            by_size.setdefault(s, []).append(a)
-        classes = [np.array(v)[:, None] + _SEQ[5:5 + s] for s, v in by_size.items()]
-        return groups, cols, classes
+        """Per leg module its bodies and each link's local columns (itself and its ancestors in
+        the module), concatenated from the per-subtree pieces the skeleton was assembled from
+        (a module is contiguous: depth-first order)."""
+        modules, cols = tree.skeleton.direct
+        return [_SEQ[a:a + s] for a, s in modules], cols
 
     def _install(self, built) -> None:
-        self.tree, self.coords, self.groups, self.cols, self.classes = built
+        self.tree, self.coords, self.groups, self.cols = built
+
+    @property
+    def classes(self) -> List[np.ndarray]:
+        """Positions in v of the leg modules, grouped by size (the Schur solve's batches);
+        derived on the first forward dynamics of a structure."""
+        extra = self.tree.skeleton.extra
+        out = extra.get("hamel_classes")
+        if out is None:
+            by_size = {}
+            for g in self.groups:
+                by_size.setdefault(len(g), []).append(g[0])
+            out = extra["hamel_classes"] = [np.array(v)[:, None] + _SEQ[5:5 + s] for s, v in by_size.items()]
+        return out
 
     # ------------------------------------------------------------------ kinematics (12, 16-17)
     def _fk(self, q):
@@ -408,10 +416,13 @@ class HamelFast(ModularEngine):
         coords = sk.coordinates(angles)
         derived = sk.extra.get(self.name)                    # per skeleton, computed once
         if derived is None:
-            exist = sk.exist
             act = sk.keep[1:] - 1                            # 0-based joint indices present
-            alive = exist[self._tip_body_all].nonzero()[0]
-            I6e = self.data.I6 * exist[:, None, None]        # x_ij multiplies link l_ij (base: 1)
+            alive = [i for p in sk.pieces for i, _, _, _ in p.tips]
+            if not self.data._tips_sorted:
+                alive.sort()
+            alive = np.array(alive, dtype=int)
+            # x_ij multiplies link l_ij (base: 1): the pieces' blocks side by side
+            I6e = np.concatenate([self.data.I6[:1]] + [p.I6e for p in sk.pieces])
             vi = sk.v_index
             derived = sk.extra[self.name] = (act, alive, I6e, len(vi) == self._n + 6, vi[:, None], vi[None, :])
         return coords, derived

@@ -202,6 +202,21 @@ class TreeData(TreeArrays):
         self.arange = np.arange(n + 1)
         self._lock_bases()
         self._group_pieces()
+        self.children_list = [[] for _ in range(n + 1)]
+        for b in range(1, n + 1):
+            self.children_list[self.parent[b]].append(b)
+        # each tip's frame as carried by each possible compiled body
+        self.tip_frames = [([TipFrame(t.name, h, t.R, t.p) for h in range(n + 1)], t.body) for t in self.tips]
+        # per body, everything its lock changes in one basis: c @ lock_all[b] with c = [1, c1, c2,
+        # c1^2, c1 c2, c2^2] is [merged inertia (36) | each child's placement (12) | each tip's (12)]
+        self.tips_on = [[] for _ in range(n + 1)]
+        for i, t in enumerate(self.tips):
+            self.tips_on[t.body].append(i)
+        pad = np.zeros((3, 12))
+        self.lock_all = [np.concatenate([self.lock_inertia[b]]
+                                        + [np.vstack([self.child_basis[c], pad]) for c in self.children_list[b]]
+                                        + [np.vstack([self.tip_basis[i], pad]) for i in self.tips_on[b]], 1)
+                         for b in range(n + 1)]
         # the per-body arrays a compiled tree gathers, side by side: one gather per morphology
         self.packed = np.concatenate([self.R0.reshape(n + 1, 9), self.p0, self.I6.reshape(n + 1, 36),
                                       self.axis, self.S], 1)
@@ -286,6 +301,15 @@ class TreeData(TreeArrays):
                 for b in pc.keep.tolist():
                     self._single_locks[g][(ks, (b,))] = _Piece(self, g, ks, (b,))
         self._lock_pieces = {}
+        # the common case, one leg per group: a piece per (leg, links kept)
+        self.group_list = self.group.tolist()
+        self._leg_sizes = tuple((leg.name, len(leg.joints)) for leg in self.robot.legs)
+        self._slots = None
+        if not self._jointless and all(len(legs) <= 1 for legs in gl):
+            slot = {legs[0]: g for g, legs in enumerate(gl) if legs}
+            self._slots = [(slot[name], {ks[0]: pc for ks, pc in self._pieces[slot[name]].items()})
+                           for name, _ in self._leg_sizes]
+            self._fixed = [self._pieces[g][()] if not legs else None for g, legs in enumerate(gl)]
 
     def piece(self, g: int, ks: tuple, locked: tuple) -> "_Piece":
         if not locked:
@@ -350,39 +374,59 @@ class TreeData(TreeArrays):
 
     def _pieces_of(self, morphology):
         """Validated per-group pieces, {locked body: angle} and the body of each lock."""
+        pieces = None
+        if self._slots is not None and morphology.leg_sizes == self._leg_sizes:
+            pieces = self._fixed.copy()                     # one leg per group: look-ups by k
+            some = False
+            for (g, table), (_, k) in zip(self._slots, morphology.links_kept):
+                pc = table.get(k)
+                if pc is None:
+                    pieces = None
+                    break
+                pieces[g] = pc
+                some = some or k > 0
+            if not some:
+                pieces = None
+        if pieces is None:
+            pieces = self._pieces_general(morphology)
+        angles, seq = {}, ()
+        if morphology.locked:
+            by_group = {}
+            body_of, group = self.body_of, self.group_list
+            for name, angle in morphology.locked:
+                b = body_of.get(name, 0)
+                if b == 0:
+                    self.masks(morphology)                  # raises the precise error
+                angles[b] = float(angle)
+                by_group.setdefault(group[b], []).append(b)
+            seq = tuple(angles)
+            try:
+                for g, bodies in by_group.items():
+                    pieces[g] = self.piece(g, pieces[g].ks, tuple(sorted(bodies)))
+            except _BadPiece:
+                self.masks(morphology)
+                raise
+        return pieces, angles, seq
+
+    def _pieces_general(self, morphology):
         kept = dict(morphology.links_kept)
         if len(kept) != len(self.leg_cut) or not any(k > 0 for k in kept.values()) and self.leg_cut:
             self.masks(morphology)                          # raises the precise error
             kept = {**{name: len(c) for name, c in self.leg_cut.items()}, **kept}   # unnamed legs: healthy
-        angles, seq = {}, ()
-        by_group = None
-        if morphology.locked:
-            by_group = {}
-            body_of, group = self.body_of, self.group
-            for name, angle in morphology.locked:
-                b = body_of.get(name, 0)
-                if b == 0:
-                    self.masks(morphology)
-                angles[b] = float(angle)
-                by_group.setdefault(int(group[b]), []).append(b)
-            seq = tuple(angles)
         pieces = []
         table = self._pieces
         try:
             for g, legs in enumerate(self.group_legs):
                 ks = tuple([kept[name] for name in legs])
-                if by_group and g in by_group:
-                    pieces.append(self.piece(g, ks, tuple(sorted(by_group[g]))))
-                else:
-                    pc = table[g].get(ks)
-                    pieces.append(pc if pc is not None else self.piece(g, ks, ()))
+                pc = table[g].get(ks)
+                pieces.append(pc if pc is not None else self.piece(g, ks, ()))
         except (KeyError, _BadPiece):
             self.masks(morphology)                          # raises the precise error
             raise
         for name in self._jointless:                        # legs without joints keep 0 links
             if kept.get(name, 0) != 0:
                 self.masks(morphology)
-        return pieces, angles, seq
+        return pieces
 
     def clear_structures(self) -> None:
         """Forget every structure computed so far (a benchmark of first-time changes); the
@@ -427,10 +471,12 @@ class _Piece:
     locks, in local numbering (0.. over its kept bodies, -1 the base): kept bodies, parents,
     depths, the Direct form's leg columns and module starts, paper 003's modules, tips,
     locked bodies with their hosts, and kept children of locked bodies."""
-    __slots__ = ("m", "keep", "exist", "qi", "par", "depth", "cols", "starts", "modules", "locked")
+    __slots__ = ("ks", "m", "keep", "exist", "qi", "I6e", "par", "depth", "cols", "dmods", "modules", "locked",
+                 "tips")
 
     def __init__(self, d: TreeData, g: int, ks: tuple, locked: tuple):
         bodies = d.group_bodies[g]
+        self.ks = ks
         removed = set()
         for name, k in zip(d.group_legs[g], ks):
             cuts = d.leg_cut_sets[name]
@@ -474,7 +520,11 @@ class _Piece:
         if removed:
             ex[[b - a for b in removed]] = 0.0
         self.exist = ex
-        self.par, self.depth, self.cols, self.starts = par, depth, cols, starts
+        self.I6e = d.I6[a:a + len(bodies)] * ex[:, None, None]      # x_ij I_l (the fast form)
+        self.tips = [(i, t, host[t.body], t.body if t.body in lockset else 0)
+                     for i, t in d.group_tips[g] if t.body not in removed]     # a stump has no contact
+        self.par, self.depth, self.cols = par, depth, cols
+        self.dmods = [(a, e - a) for a, e in zip(starts, starts[1:] + [m])]   # Direct modules (start, size)
         self.locked = tuple(sorted(locked))
         # paper 003's modules: a body continues its parent's chain when it is its only child
         nch = [0] * m
@@ -495,7 +545,7 @@ class _Piece:
 
 class Coordinates:
     """Reduced coordinates of one morphology, as index arrays into the healthy q and v."""
-    __slots__ = ("q_index", "v_index", "q_fill", "locked", "jmask", "qrank", "vrank", "skeleton")
+    __slots__ = ("q_index", "v_index", "q_fill", "locked", "_jmask", "qrank", "vrank", "skeleton")
 
     def __init__(self, data: "TreeData", q_index, v_index, locked, jmask=None, skeleton=None):
         self.q_index = q_index
@@ -508,11 +558,18 @@ class Coordinates:
             for b, angle in locked.items():
                 fill[6 + b] = angle
         self.q_fill = fill
-        if jmask is None:
+        if jmask is None and skeleton is None:
             jmask = np.zeros(data.n, dtype=bool)
             jmask[v_index[6:] - 6] = True
-        self.jmask = jmask                                # healthy joints present
+        self._jmask = jmask
         self.vrank = self.qrank = None                    # positions in v / q, on first use
+
+    @property
+    def jmask(self) -> np.ndarray:
+        """The healthy joints present."""
+        if self._jmask is None:
+            self._jmask = self.skeleton.jmask
+        return self._jmask
 
     def ranks(self):
         if self.vrank is None:
@@ -524,8 +581,8 @@ class Coordinates:
     def with_locks(self, data: "TreeData", locked: Dict[int, float]) -> "Coordinates":
         """The same coordinates with the lock angles ``locked`` in the fill."""
         out = Coordinates.__new__(Coordinates)
-        out.q_index, out.v_index, out.jmask, out.qrank, out.vrank, out.skeleton = (
-            self.q_index, self.v_index, self.jmask, self.qrank, self.vrank, self.skeleton)
+        out.q_index, out.v_index, out._jmask, out.qrank, out.vrank, out.skeleton = (
+            self.q_index, self.v_index, self._jmask, self.qrank, self.vrank, self.skeleton)
         fill = data.q_stand.copy()
         for b, angle in locked.items():
             fill[6 + b] = angle
@@ -589,17 +646,11 @@ class Skeleton:
         self.v_index = _readonly(q_index[1:] - 1)       # v_index = [0..5, keep - 1 + 6]
         self.keep = q_index[6:] - 6                     # healthy body of each compiled body
         self.q_index = _readonly(q_index)
-        self.exist = exist = np.concatenate([_ONE] + [p.exist for p in pieces])
-        jmask = exist[1:] > 0
-        if lock_seq:
-            self.locked_bodies = lb = tuple(b for p in pieces for b in p.locked)   # ascending
-            jmask[[b - 1 for b in lb]] = False
-        else:
-            self.locked_bodies = ()
-        self.jmask = jmask
+        self.locked_bodies = tuple(b for p in pieces for b in p.locked) if lock_seq else ()   # ascending
+        self._exist = self._jmask = self._anc = None
         self.maps = {}
         self.extra = {}
-        self._coords = Coordinates(data, self.q_index, self.v_index, {}, jmask, self)
+        self._coords = Coordinates(data, self.q_index, self.v_index, {}, None, self)
         self._tree = None
         self._built = False
         self._recent = {}                                # lock angles -> compiled tree (reuse)
@@ -607,25 +658,49 @@ class Skeleton:
     def coordinates(self, angles: Dict[int, float]) -> Coordinates:
         return self._coords.with_locks(self.data, angles) if angles else self._coords
 
+    @property
+    def exist(self) -> np.ndarray:
+        """x_ij of every healthy body (1 for the base), 0/1 floats."""
+        if self._exist is None:
+            self._exist = np.concatenate([_ONE] + [p.exist for p in self.pieces])
+        return self._exist
+
+    @property
+    def jmask(self) -> np.ndarray:
+        """The healthy joints present (existing and not locked)."""
+        if self._jmask is None:
+            jmask = self.exist[1:] > 0
+            if self.locked_bodies:
+                jmask[[b - 1 for b in self.locked_bodies]] = False
+            self._jmask = jmask
+        return self._jmask
+
+    @property
+    def anc(self) -> np.ndarray:
+        """anc[m, l] = 1 if m is l or an ancestor of l, compiled bodies (merged bodies'
+        children hang off their ancestors)."""
+        if self._anc is None:
+            keep = self.keep
+            self._anc = self.data.anc[keep[:, None], keep]
+        return self._anc
+
     # ------------------------------------------------------------------ compiled tree
     def _build(self) -> None:
         """The angle-free part of the compiled tree shared by the engines: the compiled body
         carrying each healthy body, parents through it, one gather of the packed healthy
-        arrays over the kept bodies, and the tips."""
+        arrays over the kept bodies, and the tips (TipFrames precomputed per host)."""
         d = self.data
         keep = self.keep
         m1 = len(keep)
-        n = m1 - 1
-        self.n = n
-        pos = np.zeros(d.n + 1, dtype=int)              # compiled body carrying each healthy body
+        self.n = m1 - 1
+        pos = np.full(d.n + 1, -1)                      # compiled body carrying each healthy body
         pos[keep] = _SEQ[:m1]
         lb = self.locked_bodies
-        plist = d.parent_list
         if lb:
+            plist = d.parent_list
             for b in lb:                                # ascending: parents first
                 pos[b] = pos[plist[b]]
-        hpar = d.parent[keep]
-        parent = pos[hpar]
+        parent = pos[d.parent[keep]]
         parent[0] = -1
         self.parent = parent
         F = d.packed[keep]
@@ -635,27 +710,36 @@ class Skeleton:
         self.axis = F[:, 48:51]
         self.S = F[:, 51:57]
         self.kind = d.kind[keep]
-        self.anc = d.anc[keep[:, None], keep]            # merged bodies' children hang off their ancestors
         posl = pos.tolist()
-        exl = self.exist.tolist()
-        tips = d.tips
+        self.static_tips = [frames[posl[b]] for frames, b in d.tip_frames if posl[b] >= 0]   # a stump has no contact
         if lb:
             lockset = set(lb)
-            hp = hpar.tolist()
-            self.child_fix = [(c, hp[c]) for c in range(1, m1) if hp[c] in lockset]
             self.lock_host = {b: posl[b] for b in lb}
-            self.simple_locks = not any(plist[b] in lockset for b in lb)
-            self.tip_index = [i for i, t in enumerate(tips) if exl[t.body]]   # a stump has no contact
-            self.tip_info = [(tips[i], posl[tips[i].body], tips[i].body if tips[i].body in lockset else 0)
-                             for i in self.tip_index]
-            self.static_tips = [TipFrame(t.name, h, t.R, t.p) for t, h, _ in self.tip_info]
-            self.tips_locked = any(x for _, _, x in self.tip_info)
+            self.simple_locks = len(lb) == 1 or not any(plist[b] in lockset for b in lb)
+            tips_on = d.tips_on
+            slots = None
+            if any(tips_on[b] for b in lb):
+                slot, slots = 0, {}
+                for i, (_, b) in enumerate(d.tip_frames):
+                    if posl[b] >= 0:
+                        slots[i] = slot
+                        slot += 1
+            if self.simple_locks:                       # (body, host, kept children, tips) per lock
+                nch = d.children_list
+                self.lock_plan = [(b, posl[b], [(j, posl[c]) for j, c in enumerate(nch[b]) if posl[c] >= 0],
+                                   [(len(nch[b]) + j, slots[i], posl[b]) for j, i in enumerate(tips_on[b])])
+                                  for b in lb]
+            else:                                       # chains of locks: kept children and tips to move
+                self.child_fix = [(posl[c], b) for b in lb for c in d.children_list[b]
+                                  if c not in lockset and posl[c] >= 0]
+                self.tip_info = [(t, posl[t.body], t.body if t.body in lockset else 0)
+                                 for t in d.tips if posl[t.body] >= 0]
         else:
-            self.child_fix, self.lock_host, self.simple_locks = (), {}, True
-            self.static_tips = [TipFrame(t.name, posl[t.body], t.R, t.p) for t in tips if exl[t.body]]
+            self.lock_host, self.simple_locks = {}, True
         self._built = True
 
-    def _offsets(self) -> List[int]:
+    @property
+    def offsets(self) -> List[int]:
         out, off = [], 1
         for p in self.live:
             out.append(off)
@@ -664,20 +748,15 @@ class Skeleton:
 
     @property
     def direct(self):
-        """The Direct form's leg modules: (first body, size) of each and every link's local
+        """The Direct form's leg modules, (first body, size) of each, and every link's local
         columns (itself and its ancestors in its module)."""
         out = self.extra.get("direct")
         if out is None:
             if not self._built:
                 self._build()
-            cols, starts, sizes = [None], [], []
-            for p, off in zip(self.live, self._offsets()):
-                cols += p.cols
-                ends = p.starts[1:] + [p.m]
-                for a, e in zip(p.starts, ends):
-                    starts.append(a + off)
-                    sizes.append(e - a)
-            out = self.extra["direct"] = (starts, sizes, cols)
+            live, offsets = self.live, self.offsets
+            modules = [(a + off, s) for p, off in zip(live, offsets) for a, s in p.dmods]
+            out = self.extra["direct"] = (modules, list(itertools.chain([None], *[p.cols for p in live])))
         return out
 
     @property
@@ -716,7 +795,7 @@ class Skeleton:
             if not self._built:
                 self._build()
             mods = [(-1, range(0, 1))]
-            for p, off in zip(self.live, self._offsets()):
+            for p, off in zip(self.live, self.offsets):
                 mo = len(mods)
                 mods += [(mp + mo if mp >= 0 else 0, range(a + off, e + off)) for mp, a, e in p.modules]
             self.extra["modules"] = mods
@@ -752,36 +831,33 @@ class CompiledTree(TreeArrays):
         data = sk.data
         self.data = data
         self.skeleton = sk
-        self.exist, self.locked = sk.exist, angles
+        self.locked = angles
         self.hid = sk.keep
         self.n, self.parent, self.kind, self.axis, self.S = sk.n, sk.parent, sk.kind, sk.axis, sk.S
-        self.anc = sk.anc
         self.q_index, self.v_index = sk.q_index, sk.v_index
         R0, p0, I6 = sk.R0, sk.p0, sk.I6
         if angles and sk.simple_locks:
             I6 = I6.copy()
-            host = sk.lock_host
-            coef = {}
-            for b in sk.locked_bodies:
-                c1, c2 = coef[b] = _lock_coef(data, b, angles[b])
-                I6[host[b]] += (np.array((1.0, c1, c2, c1 * c1, c1 * c2, c2 * c2)) @ data.lock_inertia[b]).reshape(6, 6)
-            if sk.child_fix:
-                R0, p0 = R0.copy(), p0.copy()
-                for c, b in sk.child_fix:
-                    c1, c2 = coef[b]
-                    x = np.array((1.0, c1, c2)) @ data.child_basis[sk.keep[c]]
-                    R0[c] = x[:9].reshape(3, 3)
-                    p0[c] = x[9:]
-            self.tips = sk.static_tips
-            if sk.tips_locked:
-                tips = []
-                for (t, h, lb), i, tip in zip(sk.tip_info, sk.tip_index, sk.static_tips):
-                    if lb:
-                        c1, c2 = coef[lb]
-                        x = np.array((1.0, c1, c2)) @ data.tip_basis[i]
-                        tip = TipFrame(t.name, h, x[:9].reshape(3, 3), x[9:])
-                    tips.append(tip)
-                self.tips = tips
+            tips = sk.static_tips
+            copied = False
+            lock_all = data.lock_all
+            for b, h, kids, tip_slots in sk.lock_plan:
+                c1, c2 = _lock_coef(data, b, angles[b])
+                x = np.array((1.0, c1, c2, c1 * c1, c1 * c2, c2 * c2)) @ lock_all[b]
+                I6[h] += x[:36].reshape(6, 6)
+                if kids:
+                    if not copied:
+                        R0, p0, copied = R0.copy(), p0.copy(), True
+                    for j, c in kids:
+                        o = 36 + 12 * j
+                        R0[c] = x[o:o + 9].reshape(3, 3)
+                        p0[c] = x[o + 9:o + 12]
+                if tip_slots:
+                    tips = list(tips)
+                    for j, slot, th in tip_slots:
+                        o = 36 + 12 * j
+                        tips[slot] = TipFrame(tips[slot].name, th, x[o:o + 9].reshape(3, 3), x[o + 9:o + 12])
+            self.tips = tips
         elif angles:                                    # a chain of locked joints
             R0, p0, I6 = R0.copy(), p0.copy(), I6.copy()
             hostR, hostp = {}, {}
@@ -803,6 +879,14 @@ class CompiledTree(TreeArrays):
             self.tips = sk.static_tips
         self.R0, self.p0, self.I6 = R0, p0, I6
         self.mass = I6[:, 0, 0].copy()
+
+    @property
+    def anc(self) -> np.ndarray:
+        return self.skeleton.anc
+
+    @property
+    def exist(self) -> np.ndarray:
+        return self.skeleton.exist
 
     @property
     def depth(self) -> np.ndarray:
