@@ -35,7 +35,6 @@ from std_msgs.msg import String
 
 from ..errors import InputError
 from ..model.morphology import Morphology
-from ..model.robot import load_robot
 from .damage import apply_event
 from .graph import Graph
 from .lean import LeanNode
@@ -99,18 +98,11 @@ class GraphRun:
 
     def __init__(self, scenario, out: Path, *, duration: Optional[float] = None, undeclared: bool = False,
                  progress: bool = True, plots: bool = True):
-        from ..sim.scenario import check_events
+        from ..sim.scenario import prepare_run
         self.sc = scenario
         self.out = Path(out)
-        self.duration = float(duration if duration is not None else scenario.duration)
-        if not self.duration > 0:
-            raise InputError(f"duration must be positive, got {self.duration}", field="duration")
-        self.declared = scenario.declared and not undeclared
+        self.duration, self.declared, self.robot = prepare_run(scenario, duration, undeclared)
         self.progress, self.want_plots = progress, plots
-        self.robot = load_robot(scenario.robot)
-        if self.robot.mjcf is None:
-            raise InputError(f"robot '{self.robot.name}' has no MJCF to simulate", file=str(scenario.path))
-        check_events(scenario, self.robot)
         from ..estimation.damage_detector import DamageDetectorConfig
         self.threshold = DamageDetectorConfig.from_dict(scenario.detector).threshold
         self.t_damage = self.detection_t = None

@@ -34,10 +34,9 @@ from ..errors import InputError
 from ..estimation.base_estimator import BaseEstimator, ImuSample
 from ..estimation.damage_detector import DamageDetector
 from ..model.morphology import Morphology, MorphologyMap
-from ..model.robot import load_robot
 from ..ros.pipeline import GaitCore
 from .plant import ImuNoise, Plant
-from .scenario import Scenario, check_events
+from .scenario import Scenario, prepare_run
 
 SETTLE_S = 0.3                  # s of joint PD on the standing pose before control starts
 FALL_TILT_DEG = 45.0
@@ -66,17 +65,10 @@ class ScenarioRun:
                  undeclared: bool = False, progress: bool = True, bag: bool = True, plots: bool = True):
         self.sc = scenario
         self.out = Path(out)
-        self.duration = float(duration if duration is not None else scenario.duration)
-        if not self.duration > 0:
-            raise InputError(f"duration must be positive, got {self.duration}", field="duration")
-        self.declared = scenario.declared and not undeclared
+        self.duration, self.declared, self.robot = prepare_run(scenario, duration, undeclared)
         self.progress = progress
         self.want_bag = bag
         self.want_plots = plots
-        self.robot = load_robot(scenario.robot)
-        if self.robot.mjcf is None:
-            raise InputError(f"robot '{self.robot.name}' has no MJCF to simulate", file=str(scenario.path))
-        check_events(scenario, self.robot)
         self.log = Log()
 
     # ------------------------------------------------------------------ set-up

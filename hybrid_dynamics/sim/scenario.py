@@ -165,3 +165,20 @@ def check_events(sc: Scenario, robot) -> None:
             morph = apply_event(morph, event, current_angle=lambda joint: 0.0)
         except InputError as exc:
             raise InputError(f"damage event {event!r}: {exc.detail}", file=str(sc.path), field="damage") from None
+
+
+def prepare_run(sc: Scenario, duration: Optional[float], undeclared: bool):
+    """What every scenario runner checks and needs first: (duration, declared, robot).
+
+    The duration is the scenario's unless given, and positive; ``undeclared`` hides declared
+    damage from the software; the robot must have an MJCF to simulate and the damage events
+    must name its legs and joints (an InputError otherwise)."""
+    from ..model.robot import load_robot
+    run_for = float(duration if duration is not None else sc.duration)
+    if not run_for > 0:
+        raise InputError(f"duration must be positive, got {run_for}", field="duration")
+    robot = load_robot(sc.robot)
+    if robot.mjcf is None:
+        raise InputError(f"robot '{robot.name}' has no MJCF to simulate", file=str(sc.path))
+    check_events(sc, robot)
+    return run_for, sc.declared and not undeclared, robot
