@@ -141,8 +141,7 @@ class HamelDirect(ModularEngine):
         """Per leg module its bodies and each link's local columns (itself and its ancestors in
         the module), concatenated from the per-subtree pieces the skeleton was assembled from
         (a module is contiguous: depth-first order)."""
-        modules, cols = tree.skeleton.direct
-        return [_SEQ[a:a + s] for a, s in modules], cols
+        return tree.skeleton.direct
 
     def _install(self, built) -> None:
         self.tree, self.coords, self.groups, self.cols = built

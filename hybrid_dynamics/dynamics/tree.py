@@ -200,6 +200,8 @@ class TreeData(TreeArrays):
         self._skeletons = {}
         self.parent_list = self.parent.tolist()
         self.arange = np.arange(n + 1)
+        self.kind_list = self.kind.tolist()
+        self.minus_one = np.full(n + 1, -1)
         self._lock_bases()
         self._group_pieces()
         self.children_list = [[] for _ in range(n + 1)]
@@ -524,7 +526,7 @@ class _Piece:
         self.tips = [(i, t, host[t.body], t.body if t.body in lockset else 0)
                      for i, t in d.group_tips[g] if t.body not in removed]     # a stump has no contact
         self.par, self.depth, self.cols = par, depth, cols
-        self.dmods = [(a, e - a) for a, e in zip(starts, starts[1:] + [m])]   # Direct modules (start, size)
+        self.dmods = [(a, e) for a, e in zip(starts, starts[1:] + [m])]   # Direct modules [start, end)
         self.locked = tuple(sorted(locked))
         # paper 003's modules: a body continues its parent's chain when it is its only child
         nch = [0] * m
@@ -693,17 +695,18 @@ class Skeleton:
         keep = self.keep
         m1 = len(keep)
         self.n = m1 - 1
-        pos = np.full(d.n + 1, -1)                      # compiled body carrying each healthy body
+        pos = d.minus_one.copy()                        # compiled body carrying each healthy body
         pos[keep] = _SEQ[:m1]
         lb = self.locked_bodies
         if lb:
             plist = d.parent_list
             for b in lb:                                # ascending: parents first
                 pos[b] = pos[plist[b]]
+        self.pos = pos
         parent = pos[d.parent[keep]]
         parent[0] = -1
         self.parent = parent
-        F = d.packed[keep]
+        self.F = F = d.packed[keep]
         self.R0 = F[:, :9].reshape(m1, 3, 3)
         self.p0 = F[:, 9:12]
         self.I6 = F[:, 12:48].reshape(m1, 6, 6)
@@ -714,7 +717,6 @@ class Skeleton:
         self.static_tips = [frames[posl[b]] for frames, b in d.tip_frames if posl[b] >= 0]   # a stump has no contact
         if lb:
             lockset = set(lb)
-            self.lock_host = {b: posl[b] for b in lb}
             self.simple_locks = len(lb) == 1 or not any(plist[b] in lockset for b in lb)
             tips_on = d.tips_on
             slots = None
@@ -726,37 +728,52 @@ class Skeleton:
                         slot += 1
             if self.simple_locks:                       # (body, host, kept children, tips) per lock
                 nch = d.children_list
-                self.lock_plan = [(b, posl[b], [(j, posl[c]) for j, c in enumerate(nch[b]) if posl[c] >= 0],
-                                   [(len(nch[b]) + j, slots[i], posl[b]) for j, i in enumerate(tips_on[b])])
+                self.lock_plan = [(b, posl[b], [(36 + 12 * j, posl[c]) for j, c in enumerate(nch[b]) if posl[c] >= 0],
+                                   [(36 + 12 * (len(nch[b]) + j), slots[i], posl[b]) for j, i in enumerate(tips_on[b])])
                                   for b in lb]
             else:                                       # chains of locks: kept children and tips to move
+                self.lock_host = {b: posl[b] for b in lb}
                 self.child_fix = [(posl[c], b) for b in lb for c in d.children_list[b]
                                   if c not in lockset and posl[c] >= 0]
                 self.tip_info = [(t, posl[t.body], t.body if t.body in lockset else 0)
                                  for t in d.tips if posl[t.body] >= 0]
         else:
-            self.lock_host, self.simple_locks = {}, True
+            self.simple_locks = True
         self._built = True
+
+    def take_rows(self):
+        """(packed rows, R0, p0, I6) of the kept bodies for a compiled tree to modify: the
+        rows gathered by :meth:`_build` the first time, a new gather afterwards."""
+        if self.F is not None:
+            out = self.F, self.R0, self.p0, self.I6
+            self.F = None
+            return out
+        F = self.data.packed[self.keep]
+        m1 = len(F)
+        return F, F[:, :9].reshape(m1, 3, 3), F[:, 9:12], F[:, 12:48].reshape(m1, 6, 6)
 
     @property
     def offsets(self) -> List[int]:
-        out, off = [], 1
-        for p in self.live:
-            out.append(off)
-            off += p.m
+        out = self.extra.get("offsets")
+        if out is None:
+            out, off = [], 1
+            for p in self.live:
+                out.append(off)
+                off += p.m
+            self.extra["offsets"] = out
         return out
 
     @property
     def direct(self):
-        """The Direct form's leg modules, (first body, size) of each, and every link's local
+        """The Direct form's leg modules (each the array of its bodies) and every link's local
         columns (itself and its ancestors in its module)."""
         out = self.extra.get("direct")
         if out is None:
             if not self._built:
                 self._build()
-            live, offsets = self.live, self.offsets
-            modules = [(a + off, s) for p, off in zip(live, offsets) for a, s in p.dmods]
-            out = self.extra["direct"] = (modules, list(itertools.chain([None], *[p.cols for p in live])))
+            live = self.live
+            groups = [_SEQ[a + off:e + off] for p, off in zip(live, self.offsets) for a, e in p.dmods]
+            out = self.extra["direct"] = (groups, list(itertools.chain([None], *[p.cols for p in live])))
         return out
 
     @property
@@ -768,11 +785,7 @@ class Skeleton:
         """Compiled body carrying each healthy body (0 for removed ones)."""
         if not self._built:
             self._build()
-        host = np.zeros(self.data.n + 1, dtype=int)
-        host[self.keep] = np.arange(len(self.keep))
-        for b, h in self.lock_host.items():
-            host[b] = h
-        return host
+        return np.maximum(self.pos, 0)
 
     @property
     def group(self) -> np.ndarray:
@@ -837,25 +850,25 @@ class CompiledTree(TreeArrays):
         self.q_index, self.v_index = sk.q_index, sk.v_index
         R0, p0, I6 = sk.R0, sk.p0, sk.I6
         if angles and sk.simple_locks:
-            I6 = I6.copy()
+            # one product per lock gives the host's added inertia and the kept children's and
+            # tips' placements, written straight into the packed rows (the skeleton's own
+            # gather the first time: a skeleton with locks never serves its rows unmerged)
+            F, R0, p0, I6 = sk.take_rows()
             tips = sk.static_tips
-            copied = False
-            lock_all = data.lock_all
+            lock_all, kind = data.lock_all, data.kind_list
             for b, h, kids, tip_slots in sk.lock_plan:
-                c1, c2 = _lock_coef(data, b, angles[b])
+                a = angles[b]
+                if kind[b] == 0:
+                    c1, c2 = math.sin(a), 1.0 - math.cos(a)
+                else:
+                    c1, c2 = a, 0.0
                 x = np.array((1.0, c1, c2, c1 * c1, c1 * c2, c2 * c2)) @ lock_all[b]
-                I6[h] += x[:36].reshape(6, 6)
-                if kids:
-                    if not copied:
-                        R0, p0, copied = R0.copy(), p0.copy(), True
-                    for j, c in kids:
-                        o = 36 + 12 * j
-                        R0[c] = x[o:o + 9].reshape(3, 3)
-                        p0[c] = x[o + 9:o + 12]
+                F[h, 12:48] += x[:36]
+                for o, c in kids:
+                    F[c, :12] = x[o:o + 12]
                 if tip_slots:
                     tips = list(tips)
-                    for j, slot, th in tip_slots:
-                        o = 36 + 12 * j
+                    for o, slot, th in tip_slots:
                         tips[slot] = TipFrame(tips[slot].name, th, x[o:o + 9].reshape(3, 3), x[o + 9:o + 12])
             self.tips = tips
         elif angles:                                    # a chain of locked joints
@@ -878,7 +891,7 @@ class CompiledTree(TreeArrays):
         else:
             self.tips = sk.static_tips
         self.R0, self.p0, self.I6 = R0, p0, I6
-        self.mass = I6[:, 0, 0].copy()
+        self.mass = I6[:, 0, 0]
 
     @property
     def anc(self) -> np.ndarray:
