@@ -15,7 +15,11 @@ error e_l (m), its Jacobian J_l (m x nv, zero base columns) and the drift J_l_do
 One call of ``computeJointJacobiansTimeVariation`` gives the placements, J and J_dot of every
 joint; the relative Jacobians of all cuts are then formed together in numpy, in world
 coordinates: the relative twist of b w.r.t. a is (J_B - J_A) v (spatial, at the world origin),
-expressed in frame a at the point p_b by T = [[R_a^T, -R_a^T [p_b]x], [0, R_a^T]].
+expressed in frame a at the point p_b by T = [[R_a^T, -R_a^T [p_b]x], [0, R_a^T]]. One batched
+product R_a^T [I | -[p_b]x | p_b - p_a | J_dot-terms] gives the constrained rows of T, the
+closure error and the drift of every cut at once; J_l^T = J^T T_rows^T masked by the joints
+between the cut frames. J_lu is factored once per pass (LAPACK getrf + gecon) and reused for
+J_m, the drift and (transposed) the multipliers of the fixed-base ID, which never forms G_f.
 
 For a serial robot (no loops) the projection is the identity and the drift zero.
 """
@@ -50,6 +54,33 @@ def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 _I1 = np.array([1, 2, 0])
 _WA_OM = np.array([2, 0])
 _I2 = np.array([2, 0, 1])
+
+
+def _placement_view(model: pin.Model, data: pin.Data) -> Optional[np.ndarray]:
+    """Read-only (njoints x 12) view of ``data.oMi``, [R column-major | t] per joint, so that
+    the placements are read without one Python call per joint. Only when Pinocchio stores them
+    as one contiguous array of 12 doubles per joint (checked against the values); else None."""
+    try:
+        oMi = data.oMi
+        nj = model.njoints
+        addr = lambda a: a.__array_interface__["data"][0]   # noqa: E731
+        r0 = oMi[0].rotation
+        base = addr(r0)
+        stride = addr(oMi[1].rotation) - base if nj > 1 else 96
+        if stride < 96 or r0.strides != (8, 24):
+            return None
+        for j in range(nj):
+            R, t = oMi[j].rotation, oMi[j].translation
+            if addr(R) != base + j * stride or addr(t) != base + j * stride + 72 or R.strides != (8, 24) \
+                    or t.strides != (8,):
+                return None
+        view = np.lib.stride_tricks.as_strided(r0, shape=(nj, 12), strides=(stride, 8), writeable=False)
+        q = pin.integrate(model, pin.neutral(model), 0.3 * np.sin(1.0 + np.arange(model.nv)))
+        pin.forwardKinematics(model, data, q)
+        ref = np.array([np.concatenate([M.rotation.T.reshape(-1), M.translation]) for M in oMi])
+        return view if np.array_equal(view, ref) else None
+    except Exception:   # pragma: no cover - any other storage: the per-joint path
+        return None
 
 
 @dataclass
@@ -134,8 +165,11 @@ class LoopClosureKinematics:
         # joints of the cuts, interleaved (a_0, b_0, a_1, b_1, ...): one gather from data.oMi
         inter = [int(j) for k in range(L) for j in (self._ja[k], self._jb[k])]
         self._get_joints = operator.itemgetter(*inter) if len(inter) > 1 else (lambda xs: ())
+        self._inter = np.array(inter, dtype=int)
         self._Hab = np.array([M.homogeneous for k in range(L) for M in (self._Ma[k], self._Mb[k])]
                              ).reshape(2 * L, 4, 4)
+        self._Z = np.ones((L, 2, 4))                     # (p_a, 1, p_b, 1) per loop
+        self._oMi12 = _placement_view(self.model, self.data) if L else None
         self._rows = np.array(rows, dtype=int)
         # constrained rows: loop k, axis a; each is one row of T = [[R_a^T, -R_a^T [p_b]x], [0, R_a^T]]
         self._kr = np.array([k for k, lp in enumerate(self.loops) for _ in lp.axes], dtype=int)
@@ -174,14 +208,27 @@ class LoopClosureKinematics:
             pin.forwardKinematics(m, self.data, self.q_ref)
             F = self._frames()
             for k in self._ang_loops:
-                self._R_ref[k] = F[2 * k, :3, :3].T @ F[2 * k + 1, :3, :3]
+                self._R_ref[k] = F[2 * k, :, :3].T @ F[2 * k + 1, :, :3]
         self.last_rcond = 1.0
 
     # ------------------------------------------------------------------ kinematics
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["_oMi12"] = None                   # a view of this object's data: rebuilt on load
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        if self.L:
+            self._oMi12 = _placement_view(self.model, self.data)
+
     def _frames(self):
-        """F (2L x 4 x 4): world placements of frame_a, frame_b of every cut, interleaved."""
-        H = np.array([M.homogeneous for M in self._get_joints(self.data.oMi.tolist())])
-        return np.matmul(H, self._Hab)
+        """F (2L x 3 x 4): world placements [R | p] of frame_a, frame_b of every cut, interleaved."""
+        if self._oMi12 is not None:          # [R (column-major) | t] of the cut joints in one gather
+            M = self._oMi12[self._inter].reshape(2 * self.L, 4, 3).transpose(0, 2, 1)
+        else:
+            M = np.array([X.homogeneous[:3] for X in self._get_joints(self.data.oMi.tolist())])
+        return np.matmul(M, self._Hab)
 
     def _evaluate(self, q, v=None, jacobian=True):
         """One Pinocchio pass, then (e_l, J_l^T (nv x m, C order) or None, J_l_dot v or None)."""
@@ -194,7 +241,9 @@ class LoopClosureKinematics:
             pin.forwardKinematics(m, d, q)
         F = self._frames()
         Rt = F[0::2, :3, :3].transpose(0, 2, 1)                 # R_a^T
-        K = (F[:, :, 3].reshape(L, 8) @ self._E).reshape(L, 3, 9)
+        Z = self._Z
+        Z[:, :, :3] = F[:, :, 3].reshape(L, 2, 3)
+        K = (Z.reshape(L, 8) @ self._E).reshape(L, 3, 9)
         if v is not None:
             W = self._vel
             np.matmul(d.J * v, self._M3T, out=W[:, :3 * L])      # relative twist, V_B, V_A

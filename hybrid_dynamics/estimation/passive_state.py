@@ -125,7 +125,8 @@ class PassiveStateEstimator:
             self._pending = None
         q_a = np.asarray(q_a, dtype=float)
         v_a = np.asarray(v_a, dtype=float)
-        if not math.isfinite(q_a.sum() + v_a.sum()) and not (np.isfinite(q_a).all() and np.isfinite(v_a).all()):
+        # one dot product is non-finite whenever an entry is (overflow: checked exactly)
+        if not math.isfinite(q_a @ v_a) and not (np.isfinite(q_a).all() and np.isfinite(v_a).all()):
             return self._invalid(OUT_OF_WORKSPACE, "non-finite actuator measurement")
         if self.theta is None:
             est = self.initialise(q_a)
