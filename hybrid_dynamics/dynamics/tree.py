@@ -143,12 +143,13 @@ class TreeArrays:
         R = np.empty((self.n + 1, 3, 3))
         p = np.empty((self.n + 1, 3))
         R[0], p[0] = R_base, p_base
+        parent, kind, R0, p0, axis = self.parent, self.kind, self.R0, self.p0, self.axis
         for b in range(1, self.n + 1):
-            par = self.parent[b]
-            if self.kind[b] == 0:
-                Rl, pl = self.R0[b] @ rot_axis(self.axis[b], th[b - 1]), self.p0[b]
+            par = parent[b]
+            if kind[b] == 0:
+                Rl, pl = R0[b] @ rot_axis(axis[b], th[b - 1]), p0[b]
             else:
-                Rl, pl = self.R0[b], self.p0[b] + self.R0[b] @ (self.axis[b] * th[b - 1])
+                Rl, pl = R0[b], p0[b] + R0[b] @ (axis[b] * th[b - 1])
             R[b] = R[par] @ Rl
             p[b] = p[par] + R[par] @ pl
         return R, p
@@ -201,7 +202,9 @@ class TreeData(TreeArrays):
         self.parent_list = self.parent.tolist()
         self.arange = np.arange(n + 1)
         self.kind_list = self.kind.tolist()
-        self.minus_one = np.full(n + 1, -1)
+        self.minus_one = np.full(n + 2, -1)             # carrier of each body, and -1 for the base's parent
+        self.parent_ext = self.parent.copy()
+        self.parent_ext[0] = n + 1
         self._lock_bases()
         self._group_pieces()
         self.children_list = [[] for _ in range(n + 1)]
@@ -598,8 +601,12 @@ class Coordinates:
         if sk is not None and osk is not None:
             out = sk.maps.get(osk.key)
             if out is None:
-                (a, b), (c, e) = _maps(old, self)
-                out = sk.maps[osk.key] = ((_readonly(a), _readonly(b)), (_readonly(c), _readonly(e)))
+                out = _maps(old, self)
+                for pair in out:
+                    for a in pair:
+                        if a.flags.writeable:
+                            a.setflags(write=False)
+                sk.maps[osk.key] = out
             return out
         return _maps(old, self)
 
@@ -637,6 +644,9 @@ class Skeleton:
     each locked body needs. Everything is the concatenation of one precomputed piece per
     base-attached subtree. Engines keep their own derived structure in ``extra``."""
 
+    _exist = _jmask = _anc = _tree = None
+    _built = False
+
     def __init__(self, data: TreeData, key, pieces: List[_Piece], lock_seq: Tuple[int, ...] = ()):
         self.data = data
         self.key = key
@@ -645,16 +655,15 @@ class Skeleton:
         live = [p for p in pieces if p.m]
         self.live = live
         q_index = np.concatenate([_R7] + [p.qi for p in live])
-        self.v_index = _readonly(q_index[1:] - 1)       # v_index = [0..5, keep - 1 + 6]
+        v_index = q_index[1:] - 1                       # v_index = [0..5, keep - 1 + 6]
         self.keep = q_index[6:] - 6                     # healthy body of each compiled body
-        self.q_index = _readonly(q_index)
+        q_index.setflags(write=False)
+        v_index.setflags(write=False)
+        self.q_index, self.v_index = q_index, v_index
         self.locked_bodies = tuple(b for p in pieces for b in p.locked) if lock_seq else ()   # ascending
-        self._exist = self._jmask = self._anc = None
         self.maps = {}
         self.extra = {}
         self._coords = Coordinates(data, self.q_index, self.v_index, {}, None, self)
-        self._tree = None
-        self._built = False
         self._recent = {}                                # lock angles -> compiled tree (reuse)
 
     def coordinates(self, angles: Dict[int, float]) -> Coordinates:
@@ -702,10 +711,8 @@ class Skeleton:
             plist = d.parent_list
             for b in lb:                                # ascending: parents first
                 pos[b] = pos[plist[b]]
-        self.pos = pos
-        parent = pos[d.parent[keep]]
-        parent[0] = -1
-        self.parent = parent
+        self.pos = pos[:-1]
+        self.parent = pos[d.parent_ext[keep]]
         self.F = F = d.packed[keep]
         self.R0 = F[:, :9].reshape(m1, 3, 3)
         self.p0 = F[:, 9:12]
