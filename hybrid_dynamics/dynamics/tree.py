@@ -222,6 +222,10 @@ class TreeData(TreeArrays):
                                         + [np.vstack([self.child_basis[c], pad]) for c in self.children_list[b]]
                                         + [np.vstack([self.tip_basis[i], pad]) for i in self.tips_on[b]], 1)
                          for b in range(n + 1)]
+        # where each child's and tip's placement sits in that product
+        self.lock_kids = [[(36 + 12 * j, c) for j, c in enumerate(self.children_list[b])] for b in range(n + 1)]
+        self.lock_tips = [[(36 + 12 * (len(self.children_list[b]) + j), i) for j, i in enumerate(self.tips_on[b])]
+                          for b in range(n + 1)]
         # the per-body arrays a compiled tree gathers, side by side: one gather per morphology
         self.packed = np.concatenate([self.R0.reshape(n + 1, 9), self.p0, self.I6.reshape(n + 1, 36),
                                       self.axis, self.S], 1)
@@ -452,6 +456,7 @@ _CACHE = 4096                                         # structures kept per robo
 _ENUMERATE = 256                                      # leg states per group precomputed at load
 _R6 = np.arange(6)
 _R7 = np.arange(7)
+_BASE_QVK = np.array([np.arange(7), np.arange(-1, 6), [-1] * 6 + [0]])
 _ONE = np.ones(1)
 _SEQ = np.arange(1 << 14)
 _SEQ.setflags(write=False)
@@ -476,7 +481,7 @@ class _Piece:
     locks, in local numbering (0.. over its kept bodies, -1 the base): kept bodies, parents,
     depths, the Direct form's leg columns and module starts, paper 003's modules, tips,
     locked bodies with their hosts, and kept children of locked bodies."""
-    __slots__ = ("ks", "m", "keep", "exist", "qi", "I6e", "par", "depth", "cols", "dmods", "modules", "locked",
+    __slots__ = ("ks", "m", "keep", "exist", "qvk", "I6e", "par", "depth", "cols", "dmods", "modules", "locked",
                  "tips")
 
     def __init__(self, d: TreeData, g: int, ks: tuple, locked: tuple):
@@ -519,7 +524,7 @@ class _Piece:
         m = len(keep)
         self.m = m
         self.keep = np.array(keep, dtype=int)
-        self.qi = self.keep + 6
+        self.qvk = np.array([self.keep + 6, self.keep + 5, self.keep]).reshape(3, -1)   # q, v positions, body
         a = bodies[0]
         ex = np.ones(len(bodies))
         if removed:
@@ -654,12 +659,10 @@ class Skeleton:
         self.lock_seq = lock_seq                         # body of each entry of Morphology.locked
         live = [p for p in pieces if p.m]
         self.live = live
-        q_index = np.concatenate([_R7] + [p.qi for p in live])
-        v_index = q_index[1:] - 1                       # v_index = [0..5, keep - 1 + 6]
-        self.keep = q_index[6:] - 6                     # healthy body of each compiled body
-        q_index.setflags(write=False)
-        v_index.setflags(write=False)
-        self.q_index, self.v_index = q_index, v_index
+        # rows [q_index; -, v_index; -, keep] from one concatenation of the pieces' columns
+        A = np.concatenate([_BASE_QVK] + [p.qvk for p in live], 1)
+        A.setflags(write=False)
+        self.q_index, self.v_index, self.keep = A[0], A[1, 1:], A[2, 6:]
         self.locked_bodies = tuple(b for p in pieces for b in p.locked) if lock_seq else ()   # ascending
         self.maps = {}
         self.extra = {}
@@ -734,10 +737,9 @@ class Skeleton:
                         slots[i] = slot
                         slot += 1
             if self.simple_locks:                       # (body, host, kept children, tips) per lock
-                nch = d.children_list
-                self.lock_plan = [(b, posl[b], [(36 + 12 * j, posl[c]) for j, c in enumerate(nch[b]) if posl[c] >= 0],
-                                   [(36 + 12 * (len(nch[b]) + j), slots[i], posl[b]) for j, i in enumerate(tips_on[b])])
-                                  for b in lb]
+                lk, lt = d.lock_kids, d.lock_tips
+                self.lock_plan = [(b, posl[b], [(o, posl[c]) for o, c in lk[b] if posl[c] >= 0],
+                                   [(o, slots[i], posl[b]) for o, i in lt[b]]) for b in lb]
             else:                                       # chains of locks: kept children and tips to move
                 self.lock_host = {b: posl[b] for b in lb}
                 self.child_fix = [(posl[c], b) for b in lb for c in d.children_list[b]
