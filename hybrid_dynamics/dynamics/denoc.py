@@ -83,11 +83,14 @@ class DeNOC(ModularEngine):
 
     def _install(self, built) -> None:
         self.tree, self.coords, self.order = built
+        self._modules = None
 
     @property
     def modules(self):
         """Paper 003's modules: (parent module, links) of the current tree."""
-        return self.tree.modules
+        if self._modules is None:
+            self._modules = self.tree.modules
+        return self._modules
 
     @property
     def mchildren(self):

@@ -816,10 +816,10 @@ class Skeleton:
         if mods is None:
             if not self._built:
                 self._build()
-            mods = [(-1, range(0, 1))]
+            mods = [(-1, (0,))]
             for p, off in zip(self.live, self.offsets):
                 mo = len(mods)
-                mods += [(mp + mo if mp >= 0 else 0, range(a + off, e + off)) for mp, a, e in p.modules]
+                mods += [(mp + mo if mp >= 0 else 0, tuple(range(a + off, e + off))) for mp, a, e in p.modules]
             self.extra["modules"] = mods
         return mods
 
