@@ -399,7 +399,20 @@ class TreeData(TreeArrays):
         if pieces is None:
             pieces = self._pieces_general(morphology)
         angles, seq = {}, ()
-        if morphology.locked:
+        locked = morphology.locked
+        if len(locked) == 1:
+            name, angle = locked[0]
+            b = self.body_of.get(name, 0)
+            if b == 0:
+                self.masks(morphology)                      # raises the precise error
+            g = self.group_list[b]
+            try:
+                pieces[g] = self.piece(g, pieces[g].ks, (b,))
+            except _BadPiece:
+                self.masks(morphology)
+                raise
+            return pieces, {b: float(angle)}, (b,)
+        if locked:
             by_group = {}
             body_of, group = self.body_of, self.group_list
             for name, angle in morphology.locked:
@@ -663,7 +676,7 @@ class Skeleton:
         A = np.concatenate([_BASE_QVK] + [p.qvk for p in live], 1)
         A.setflags(write=False)
         self.q_index, self.v_index, self.keep = A[0], A[1, 1:], A[2, 6:]
-        self.locked_bodies = tuple(b for p in pieces for b in p.locked) if lock_seq else ()   # ascending
+        self.locked_bodies = tuple(sorted(lock_seq)) if lock_seq else ()   # ascending
         self.maps = {}
         self.extra = {}
         self._coords = Coordinates(data, self.q_index, self.v_index, {}, None, self)
@@ -714,7 +727,7 @@ class Skeleton:
             plist = d.parent_list
             for b in lb:                                # ascending: parents first
                 pos[b] = pos[plist[b]]
-        self.pos = pos[:-1]
+        self.pos = pos                                  # (its last entry: -1 for the base's parent)
         self.parent = pos[d.parent_ext[keep]]
         self.F = F = d.packed[keep]
         self.R0 = F[:, :9].reshape(m1, 3, 3)
@@ -730,7 +743,7 @@ class Skeleton:
             self.simple_locks = len(lb) == 1 or not any(plist[b] in lockset for b in lb)
             tips_on = d.tips_on
             slots = None
-            if any(tips_on[b] for b in lb):
+            if (tips_on[lb[0]] if len(lb) == 1 else any(tips_on[b] for b in lb)):
                 slot, slots = 0, {}
                 for i, (_, b) in enumerate(d.tip_frames):
                     if posl[b] >= 0:
@@ -780,9 +793,12 @@ class Skeleton:
         if out is None:
             if not self._built:
                 self._build()
-            live = self.live
-            groups = [_SEQ[a + off:e + off] for p, off in zip(live, self.offsets) for a, e in p.dmods]
-            out = self.extra["direct"] = (groups, list(itertools.chain([None], *[p.cols for p in live])))
+            groups, cols, off = [], [None], 1
+            for p in self.live:
+                groups += [_SEQ[a + off:e + off] for a, e in p.dmods]
+                cols += p.cols
+                off += p.m
+            out = self.extra["direct"] = (groups, cols)
         return out
 
     @property
@@ -794,7 +810,7 @@ class Skeleton:
         """Compiled body carrying each healthy body (0 for removed ones)."""
         if not self._built:
             self._build()
-        return np.maximum(self.pos, 0)
+        return np.maximum(self.pos[:-1], 0)
 
     @property
     def group(self) -> np.ndarray:
