@@ -7,7 +7,9 @@ run, their ratios, M + h of the fast form against crba + rnea, paper 003's Table
 change (reassembly, index maps, state transfer) next to the time Pinocchio needs to build
 the damaged model from its URDF: once with the structure seen before (the engines keep one
 per set of existence numbers and locked joints) and once for a structure never seen (every
-kept structure forgotten before each change).
+kept structure forgotten before each change; what stays is what loading the robot
+precomputed per base-attached subtree: its structure under each existence state of its legs,
+and under one lock, which a new morphology concatenates).
 """
 from __future__ import annotations
 

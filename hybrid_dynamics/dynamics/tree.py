@@ -199,6 +199,7 @@ class TreeData(TreeArrays):
         self.R0K2 = self.R0 @ (K @ K)
         self.R0ax = np.einsum("nij,nj->ni", self.R0, self.axis)
         self._skeletons = {}
+        self._trees = {}
         self.parent_list = self.parent.tolist()
         self.arange = np.arange(n + 1)
         self.kind_list = self.kind.tolist()
@@ -454,6 +455,7 @@ class TreeData(TreeArrays):
         """Forget every structure computed so far (a benchmark of first-time changes); the
         per-group pieces of removals computed at load stay."""
         self._skeletons = {}
+        self._trees = {}
         self._lock_pieces = {}
 
     def compile(self, morphology) -> "CompiledTree":
@@ -466,6 +468,7 @@ class TreeData(TreeArrays):
 
 
 _CACHE = 4096                                         # structures kept per robot
+_TREES = 64                                           # compiled trees (skeleton, lock angles) kept per robot
 _ENUMERATE = 256                                      # leg states per group precomputed at load
 _R6 = np.arange(6)
 _R7 = np.arange(7)
@@ -567,31 +570,42 @@ class _Piece:
 
 
 class Coordinates:
-    """Reduced coordinates of one morphology, as index arrays into the healthy q and v."""
-    __slots__ = ("q_index", "v_index", "q_fill", "locked", "_jmask", "qrank", "vrank", "skeleton")
+    """Reduced coordinates of one morphology, as index arrays into the healthy q and v.
+
+    Those of a skeleton carry its key, its cache of index maps and what their joint mask is
+    made of (no reference back to the skeleton: structures are freed without the cycle
+    collector)."""
+    __slots__ = ("q_index", "v_index", "q_fill", "locked", "_jmask", "qrank", "vrank", "key", "cache", "src")
 
     def __init__(self, data: "TreeData", q_index, v_index, locked, jmask=None, skeleton=None):
         self.q_index = q_index
         self.v_index = v_index
         self.locked = locked
-        self.skeleton = skeleton
         fill = data.q_stand
         if locked:
             fill = fill.copy()
             for b, angle in locked.items():
                 fill[6 + b] = angle
         self.q_fill = fill
-        if jmask is None and skeleton is None:
-            jmask = np.zeros(data.n, dtype=bool)
-            jmask[v_index[6:] - 6] = True
+        if skeleton is None:
+            self.key = self.cache = self.src = None
+            if jmask is None:
+                jmask = np.zeros(data.n, dtype=bool)
+                jmask[v_index[6:] - 6] = True
+        else:
+            self.key, self.cache, self.src = skeleton.key, skeleton.maps, (skeleton.pieces, skeleton.locked_bodies)
         self._jmask = jmask
         self.vrank = self.qrank = None                    # positions in v / q, on first use
 
     @property
     def jmask(self) -> np.ndarray:
-        """The healthy joints present."""
+        """The healthy joints present (existing and not locked)."""
         if self._jmask is None:
-            self._jmask = self.skeleton.jmask
+            pieces, locked = self.src
+            jmask = np.concatenate([p.exist for p in pieces]) > 0
+            if locked:
+                jmask[[b - 1 for b in locked]] = False
+            self._jmask = jmask
         return self._jmask
 
     def ranks(self):
@@ -604,8 +618,8 @@ class Coordinates:
     def with_locks(self, data: "TreeData", locked: Dict[int, float]) -> "Coordinates":
         """The same coordinates with the lock angles ``locked`` in the fill."""
         out = Coordinates.__new__(Coordinates)
-        out.q_index, out.v_index, out._jmask, out.qrank, out.vrank, out.skeleton = (
-            self.q_index, self.v_index, self._jmask, self.qrank, self.vrank, self.skeleton)
+        (out.q_index, out.v_index, out._jmask, out.qrank, out.vrank, out.key, out.cache, out.src) = (
+            self.q_index, self.v_index, self._jmask, self.qrank, self.vrank, self.key, self.cache, self.src)
         fill = data.q_stand.copy()
         for b, angle in locked.items():
             fill[6 + b] = angle
@@ -615,16 +629,16 @@ class Coordinates:
     def maps(self, old: "Coordinates"):
         """((old q positions, new q positions), (old v, new v)) of the coordinates both keep
         (read-only arrays, cached per pair of structures)."""
-        sk, osk = self.skeleton, old.skeleton
-        if sk is not None and osk is not None:
-            out = sk.maps.get(osk.key)
+        cache = self.cache
+        if cache is not None and old.key is not None:
+            out = cache.get(old.key)
             if out is None:
                 out = _maps(old, self)
                 for pair in out:
                     for a in pair:
                         if a.flags.writeable:
                             a.setflags(write=False)
-                sk.maps[osk.key] = out
+                cache[old.key] = out
             return out
         return _maps(old, self)
 
@@ -662,7 +676,7 @@ class Skeleton:
     each locked body needs. Everything is the concatenation of one precomputed piece per
     base-attached subtree. Engines keep their own derived structure in ``extra``."""
 
-    _exist = _jmask = _anc = _tree = None
+    _exist = _anc = None
     _built = False
 
     def __init__(self, data: TreeData, key, pieces: List[_Piece], lock_seq: Tuple[int, ...] = ()):
@@ -680,7 +694,6 @@ class Skeleton:
         self.maps = {}
         self.extra = {}
         self._coords = Coordinates(data, self.q_index, self.v_index, {}, None, self)
-        self._recent = {}                                # lock angles -> compiled tree (reuse)
 
     def coordinates(self, angles: Dict[int, float]) -> Coordinates:
         return self._coords.with_locks(self.data, angles) if angles else self._coords
@@ -695,12 +708,7 @@ class Skeleton:
     @property
     def jmask(self) -> np.ndarray:
         """The healthy joints present (existing and not locked)."""
-        if self._jmask is None:
-            jmask = self.exist[1:] > 0
-            if self.locked_bodies:
-                jmask[[b - 1 for b in self.locked_bodies]] = False
-            self._jmask = jmask
-        return self._jmask
+        return self._coords.jmask
 
     @property
     def anc(self) -> np.ndarray:
@@ -840,20 +848,17 @@ class Skeleton:
         return mods
 
     def compiled(self, angles: Dict[int, float]) -> "CompiledTree":
-        if not angles:
-            if self._tree is None:
-                if not self._built:
-                    self._build()
-                self._tree = CompiledTree(self, angles)
-            return self._tree
-        key = tuple(angles.items())
-        tree = self._recent.get(key)
+        """The compiled tree at these lock angles (kept by the robot's TreeData, per skeleton
+        and angles: a tree refers to its skeleton, never the other way)."""
+        trees = self.data._trees
+        key = (self.key, tuple(angles.items())) if angles else self.key
+        tree = trees.get(key)
         if tree is None:
             if not self._built:
                 self._build()
-            if len(self._recent) >= 8:
-                self._recent.clear()
-            tree = self._recent[key] = CompiledTree(self, angles)
+            if len(trees) >= _TREES:
+                trees.clear()
+            tree = trees[key] = CompiledTree(self, angles)
         return tree
 
 
