@@ -17,6 +17,14 @@ off the parent through the same fixed transform. The result, :class:`CompiledTre
 smaller tree with the same arrays; its coordinates are the morphology's reduced q and v
 (``q_index``, ``v_index`` index the healthy vectors, as in
 :class:`~hybrid_dynamics.model.morphology.MorphologyMap`).
+
+Cost of a change: a morphology acts on each base-attached subtree separately, so TreeData
+precomputes, per subtree, its structure (:class:`_Piece`: kept bodies, parents, Direct form
+columns, paper 003 modules, tips) under every existence state of its legs and under one lock,
+and per body an angle-free basis of everything a lock changes (merged inertia, children's and
+tips' placements are quadratic in (sin, 1 - cos) or in the prismatic offset). A new
+morphology concatenates one piece per subtree (:class:`Skeleton`), gathers the packed healthy
+arrays once, and merges each lock with one product; structures already seen are looked up.
 """
 from __future__ import annotations
 
@@ -487,11 +495,6 @@ class _BadPiece(Exception):
     pass
 
 
-def _readonly(a: np.ndarray) -> np.ndarray:
-    a.setflags(write=False)
-    return a
-
-
 class _Piece:
     """One base-attached subtree under one combination of its legs' existence numbers and
     locks, in local numbering (0.. over its kept bodies, -1 the base): kept bodies, parents,
@@ -661,12 +664,6 @@ def _joint_motion(data: "TreeData", b: int, angle: float) -> Tuple[np.ndarray, n
     if data.kind[b] == 0:
         return data.R0[b] + math.sin(angle) * data.R0K[b] + (1.0 - math.cos(angle)) * data.R0K2[b], data.p0[b]
     return data.R0[b], data.p0[b] + data.R0ax[b] * angle
-
-
-def _lock_coef(data: "TreeData", b: int, angle: float) -> Tuple[float, float]:
-    if data.kind[b] == 0:
-        return math.sin(angle), 1.0 - math.cos(angle)
-    return angle, 0.0
 
 
 class Skeleton:
