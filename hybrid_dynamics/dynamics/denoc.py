@@ -65,15 +65,6 @@ class _Kin:
 class DeNOC(ModularEngine):
     name = "denoc"
 
-    def _assemble(self, morphology):
-        sk, angles = self.data.skeleton(morphology)          # raises before anything changes
-        tree = sk.compiled(angles)
-        coords = sk.coordinates(angles)
-        derived = sk.extra.get(self.name)                    # structure only: reused per skeleton
-        if derived is None:
-            derived = sk.extra[self.name] = self._structure(tree)
-        return (tree, coords) + derived
-
     @staticmethod
     def _structure(tree):
         """The link order of the recursions (inter- then intra-modular: modules in order, each

@@ -21,7 +21,7 @@ import numpy as np
 from ..errors import InputError
 from ..model.morphology import Morphology
 from .lie import check_quaternion
-from .tree import _R6, _R7, Coordinates, TreeData, _maps as coordinate_maps  # noqa: F401
+from .tree import Coordinates, TreeData, _maps as coordinate_maps
 
 _TREES = {}
 
@@ -50,10 +50,21 @@ _maps = coordinate_maps
 
 
 class ModularEngine:
-    """Base class: subclasses implement ``_assemble(morphology)`` (validate and build) and
-    ``_install(built)`` (swap in), plus the dynamics."""
+    """Base class: subclasses implement ``_install(built)`` (swap in) and the dynamics, and
+    either ``_structure(tree)`` (what they derive from a compiled tree, once per skeleton) or
+    their own ``_assemble(morphology)`` (validate and build)."""
 
     name = "engine"
+
+    def _assemble(self, morphology):
+        """(compiled tree, coordinates, *derived structure) of ``morphology``."""
+        sk, angles = self.data.skeleton(morphology)          # raises before anything changes
+        tree = sk.compiled(angles)
+        coords = sk.coordinates(angles)
+        derived = sk.extra.get(self.name)                    # structure only: reused per skeleton
+        if derived is None:
+            derived = sk.extra[self.name] = self._structure(tree)
+        return (tree, coords) + derived
 
     def __init__(self, robot, morphology: Optional[Morphology] = None):
         self.robot = robot

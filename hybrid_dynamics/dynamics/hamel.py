@@ -127,15 +127,6 @@ class HamelDirect(ModularEngine):
 
     name = "hamel"
 
-    def _assemble(self, morphology):
-        sk, angles = self.data.skeleton(morphology)          # raises before anything changes
-        tree = sk.compiled(angles)
-        coords = sk.coordinates(angles)
-        derived = sk.extra.get(self.name)                    # structure only: reused per skeleton
-        if derived is None:
-            derived = sk.extra[self.name] = self._structure(tree)
-        return (tree, coords) + derived
-
     @staticmethod
     def _structure(tree):
         """Per leg module its bodies and each link's local columns (itself and its ancestors in
