@@ -104,6 +104,10 @@ class PassiveStateEstimator:
         self.last_valid = est
         return est
 
+    def _cannot_close(self, q_a, info):
+        return self._invalid(OUT_OF_WORKSPACE, f"actuators {np.round(q_a, 4).tolist()} cannot close "
+                             f"the loops (residual {info['residual']:.3g})")
+
     def _invalid(self, status: str, message: str) -> PassiveEstimate:
         if self.last_valid is not None:
             self.theta = self.last_valid.q.copy()
@@ -142,8 +146,7 @@ class PassiveStateEstimator:
             # a jump no velocity explains: re-close at the measurement before going on
             q, info = kin.close(kin.with_actuated(th, q_a))
             if not info["converged"]:
-                return self._invalid(OUT_OF_WORKSPACE, f"the measured actuators cannot close the loops "
-                                     f"(residual {info['residual']:.3g})")
+                return self._cannot_close(q_a, info)
             self.theta = th = q
             nd = th[kin.qa] - q_a
         if q_base is not None:
@@ -161,8 +164,7 @@ class PassiveStateEstimator:
             guess = self.last_valid.q if self.last_valid is not None else kin.q_ref
             q, info = kin.close(kin.with_actuated(guess, q_a))
             if not info["converged"]:
-                return self._invalid(OUT_OF_WORKSPACE, f"actuators {np.round(q_a, 4).tolist()} cannot close "
-                                     f"the loops (residual {info['residual']:.3g})")
+                return self._cannot_close(q_a, info)
             self.theta = th = q
             nd = th[kin.qa] - q_a
             e, JT, _ = kin._evaluate(th)
