@@ -29,3 +29,11 @@ class InputError(ValueError):
             where = str(self.file) + (f":{self.line}" if self.line else "") + ": "
         what = f"field '{self.field}': " if self.field else ""
         return f"{where}{what}{self.detail}"
+
+
+def reject_unknown_settings(config_class, data, what: str, field: str) -> None:
+    """An :class:`InputError` naming every key of ``data`` that is not a field of the
+    dataclass ``config_class`` (a misspelt setting is an error, not silently ignored)."""
+    unknown = set(data) - set(config_class.__dataclass_fields__)
+    if unknown:
+        raise InputError(f"unknown {what} setting(s): {', '.join(sorted(unknown))}", field=field)

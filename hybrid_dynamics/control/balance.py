@@ -30,7 +30,7 @@ from typing import Callable, Dict, List, Mapping, Optional
 import numpy as np
 import pinocchio as pin
 
-from ..errors import InputError
+from ..errors import InputError, reject_unknown_settings
 from ..estimation.base_estimator import BaseEstimator, BaseState, ImuSample
 from ..estimation.passive_state import PassiveEstimate, PassiveStateEstimator
 from .controller import ControlOutput, WholeBodyController
@@ -51,9 +51,7 @@ class WeightShift:
     @classmethod
     def from_dict(cls, data: Optional[Mapping] = None) -> "WeightShift":
         data = dict(data or {})
-        unknown = set(data) - set(cls.__dataclass_fields__)
-        if unknown:
-            raise InputError(f"unknown weight-shift setting(s): {', '.join(sorted(unknown))}", field="balance")
+        reject_unknown_settings(cls, data, "weight-shift", "balance")
         out = cls(**{k: (int(v) if k == "cycles" else float(v)) for k, v in data.items()})
         if out.period <= 0 or out.stand < 0 or out.cycles < 0 or out.amplitude < 0:
             raise InputError("weight shift: period > 0, stand, cycles, amplitude >= 0", field="balance")

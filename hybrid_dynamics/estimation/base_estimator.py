@@ -26,6 +26,8 @@ from typing import Dict, Mapping, Optional, Sequence
 import numpy as np
 import pinocchio as pin
 
+from ..errors import reject_unknown_settings
+
 GRAVITY = np.array([0.0, 0.0, -9.81])
 
 
@@ -65,12 +67,7 @@ class BaseEstimatorConfig:
     @classmethod
     def from_dict(cls, data: Optional[Mapping] = None) -> "BaseEstimatorConfig":
         data = dict(data or {})
-        known = set(cls.__dataclass_fields__)
-        unknown = set(data) - known
-        if unknown:
-            from ..errors import InputError
-            raise InputError(f"unknown base estimator setting(s): {', '.join(sorted(unknown))}",
-                             field="estimator")
+        reject_unknown_settings(cls, data, "base estimator", "estimator")
         return cls(**{k: type(getattr(cls, k))(v) for k, v in data.items()})
 
 

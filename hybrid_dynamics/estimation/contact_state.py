@@ -19,6 +19,8 @@ from typing import Dict, Mapping, Optional
 import numpy as np
 import pinocchio as pin
 
+from ..errors import InputError, reject_unknown_settings
+
 
 @dataclass
 class ContactStateConfig:
@@ -32,12 +34,8 @@ class ContactStateConfig:
     @classmethod
     def from_dict(cls, data: Optional[Mapping] = None) -> "ContactStateConfig":
         data = dict(data or {})
-        unknown = set(data) - set(cls.__dataclass_fields__)
-        if unknown:
-            from ..errors import InputError
-            raise InputError(f"unknown contact-state setting(s): {', '.join(sorted(unknown))}", field="contacts")
+        reject_unknown_settings(cls, data, "contact-state", "contacts")
         if "mode" in data and data["mode"] not in ("auto", "schedule", "force", "height"):
-            from ..errors import InputError
             raise InputError(f"contact mode '{data['mode']}' is not auto, schedule, force or height",
                              field="contacts.mode")
         return cls(**{k: (str(v) if k == "mode" else float(v)) for k, v in data.items()})

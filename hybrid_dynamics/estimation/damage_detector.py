@@ -53,7 +53,7 @@ from typing import Deque, Dict, List, Mapping, Optional, Tuple
 import numpy as np
 import pinocchio as pin
 
-from ..errors import InputError
+from ..errors import reject_unknown_settings
 from ..model.morphology import Morphology, MorphologyMap
 
 
@@ -75,10 +75,7 @@ class DamageDetectorConfig:
     @classmethod
     def from_dict(cls, data: Optional[Mapping] = None) -> "DamageDetectorConfig":
         data = dict(data or {})
-        unknown = set(data) - set(cls.__dataclass_fields__)
-        if unknown:
-            raise InputError(f"unknown damage detector setting(s): {', '.join(sorted(unknown))}",
-                             field="damage_detector")
+        reject_unknown_settings(cls, data, "damage detector", "damage_detector")
         return cls(**{k: (int(v) if k == "max_legs" else float(v)) for k, v in data.items()})
 
 

@@ -34,7 +34,7 @@ import mujoco
 import numpy as np
 import pinocchio as pin
 
-from ..errors import InputError
+from ..errors import InputError, reject_unknown_settings
 
 REMOVED_ARMATURE = 1e-4       # kg m^2 on the frozen joints of removed links
 
@@ -53,9 +53,7 @@ class ImuNoise:
     @classmethod
     def from_dict(cls, data: Optional[dict]) -> "ImuNoise":
         data = dict(data or {})
-        unknown = set(data) - set(cls.__dataclass_fields__)
-        if unknown:
-            raise InputError(f"unknown sensor noise field(s): {', '.join(sorted(unknown))}", field="noise")
+        reject_unknown_settings(cls, data, "sensor noise", "noise")
         return cls(**data)
 
 

@@ -32,7 +32,7 @@ from typing import Dict, List, Mapping, Optional, Sequence
 import numpy as np
 import pinocchio as pin
 
-from ...errors import InputError
+from ...errors import reject_unknown_settings
 from . import gait as gaits
 from .gait import GaitPattern, GaitScheduler
 from .body import ComPath, plan_com_path
@@ -63,9 +63,7 @@ class LocomotionConfig:
     @classmethod
     def from_dict(cls, data: Optional[Mapping] = None) -> "LocomotionConfig":
         data = dict(data or {})
-        unknown = set(data) - set(cls.__dataclass_fields__)
-        if unknown:
-            raise InputError(f"unknown locomotion setting(s): {', '.join(sorted(unknown))}", field="locomotion")
+        reject_unknown_settings(cls, data, "locomotion", "locomotion")
         return cls(**{k: float(v) for k, v in data.items()})
 
 
