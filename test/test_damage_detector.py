@@ -9,7 +9,6 @@ import pytest
 
 from hybrid_dynamics.estimation.damage_detector import DamageDetector, DamageDetectorConfig
 from hybrid_dynamics.errors import InputError
-from hybrid_dynamics.model.morphology import Morphology
 from hybrid_dynamics.model.robot import load_robot
 from hybrid_dynamics.sim.plant import Plant
 from hybrid_dynamics.sim.runner import ScenarioRun
