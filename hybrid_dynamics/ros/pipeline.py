@@ -12,16 +12,20 @@ actuated joints, until fresh data returns. Nothing here ever returns NaN.
 """
 from __future__ import annotations
 
-import time
 from collections import Counter, deque
-from dataclasses import dataclass, field
 from typing import Dict, List, Mapping, Optional
 
 import numpy as np
 import pinocchio as pin
 
+from ..control.balance import WeightShift, WeightShiftReference
+from ..control.controller import WholeBodyController
+from ..control.locomotion import LocomotionConfig, LocomotionPlanner
+from ..control.references import OrientationTarget, References, Target
+from ..errors import InputError
 from ..estimation.base_estimator import BaseEstimator, BaseState, ImuSample
 from ..estimation.contact_state import ContactForceEstimator, ContactStateEstimator
+from ..estimation.passive_state import PassiveStateEstimator
 from ..model.morphology import Morphology, MorphologyMap
 from .convert import JointStateBuffer, Rejected, parse_imu
 
@@ -45,9 +49,7 @@ class StateCore:
         self.force_estimator = ContactForceEstimator(robot)
         self.stale_timeout = float(params.get("stale_timeout", 0.05))
         self.rejected: Counter = Counter()
-        self.passive = None
-        if robot.loops is not None:
-            self.passive = _passive_completion(robot)
+        self.passive = _PassiveCompletion(robot) if robot.loops is not None else None
         self.stance = {c.frame: True for c in robot.contacts}
         self.schedule: Optional[Dict[str, bool]] = None    # planned contacts (a gait), if any
         self.last: Optional[BaseState] = None
@@ -176,7 +178,6 @@ class _PassiveCompletion:
     passive_estimator`` at that rate (the library balance loop's estimator)."""
 
     def __init__(self, robot):
-        from ..estimation.passive_state import PassiveStateEstimator
         self.est = PassiveStateEstimator(robot)
         names = robot.joint_names
         self.ia = np.array([names.index(n) for n in self.est.actuated_joints], dtype=int)
@@ -190,67 +191,10 @@ class _PassiveCompletion:
         return out.q[7:], out.v[6:]
 
 
-def _passive_completion(robot):
-    try:
-        return _PassiveCompletion(robot)
-    except ImportError:
-        return None
-
-
 # ============================================================================ control
-@dataclass
-class PostureOutput:
-    """Same fields as control.controller.ControlOutput."""
-    tau: Dict[str, float]
-    actuator_forces: Dict[str, float] = field(default_factory=dict)
-    contact_forces: Dict[str, np.ndarray] = field(default_factory=dict)
-    dv: Optional[np.ndarray] = None
-    status: str = "posture"
-    solve_time: float = 0.0
-    fallback: bool = True
-    infeasible: bool = False
-
-
-class PostureController:
-    """Gravity compensation + joint PD to the standing pose: the fallback law the QP
-    controller itself uses on failure, used alone when control/controller.py is absent."""
-
-    def __init__(self, robot, config: Mapping):
-        self.robot = robot
-        self.kp = float(config.get("kp", 20.0))
-        self.kd = float(config.get("kd", 0.5))
-        self.set_morphology(MorphologyMap(robot, Morphology.healthy(robot)))
-
-    def set_morphology(self, mmap: MorphologyMap) -> None:
-        self.map = mmap
-        self.data = mmap.model.createData()
-        self.q_ref = mmap.reduce_q(self.robot.q_stand)[7:]
-        self.names = mmap.joint_names
-
-    def update(self, q, v, stance, references=None) -> PostureOutput:
-        t0 = time.perf_counter()
-        g = pin.computeGeneralizedGravity(self.map.model, self.data, self.map.expand_q(q))[self.map.v_index][6:]
-        tau = g + self.kp * (self.q_ref - q[7:]) - self.kd * v[6:]
-        return PostureOutput(dict(zip(self.names, tau.tolist())), solve_time=time.perf_counter() - t0)
-
-
-def make_controller(robot, config: Mapping):
-    """(controller, kind): the whole-body QP controller, or the posture law if the control
-    layer is not installed."""
-    try:
-        from ..control.controller import WholeBodyController
-    except ImportError:
-        return PostureController(robot, config), "posture"
-    return WholeBodyController(robot, dict(config)), "qp"
-
-
-def hold_references(robot, mmap, q_full: np.ndarray):
+def hold_references(robot, mmap, q_full: np.ndarray) -> References:
     """Stand still where the robot is: CoM held at its current position, level base,
-    standing posture (``control.references.References.hold``); None without the control layer."""
-    try:
-        from ..control.references import References
-    except ImportError:
-        return None
+    standing posture (``control.references.References.hold``)."""
     com = pin.centerOfMass(mmap.model, mmap.model.createData(), mmap.expand_q(mmap.reduce_q(q_full)))
     return References.hold(com=com.copy())
 
@@ -264,7 +208,6 @@ class ControlCore:
         joints = list(params.get("joints") or robot.actuated_joints)
         unknown = [j for j in joints if j not in robot.joint_names]
         if unknown:
-            from ..errors import InputError
             raise InputError(f"joints not in robot {robot.name}: {', '.join(unknown)}", field="joints")
         self.joints = joints
         self.kd_safe = float(params.get("safe_mode_damping", 1.0))
@@ -273,11 +216,11 @@ class ControlCore:
             config["solver"] = params["solver"]
         if params.get("update_rate"):
             config["dt"] = 1.0 / float(params["update_rate"])
-        self.controller, self.kind = make_controller(robot, config)
+        self.controller = WholeBodyController(robot, config)
+        self.kind = "qp"                # reported on /diagnostics and by the benches
         self.allowed_contacts = set(params.get("contacts") or [c.frame for c in robot.contacts])
         unknown = self.allowed_contacts - {c.frame for c in robot.contacts}
         if unknown:
-            from ..errors import InputError
             raise InputError(f"contacts not in robot {robot.name}: {', '.join(sorted(unknown))}", field="contacts")
         self.references = None          # set_references(), or hold where the first state is
         self.command = np.zeros(len(joints))
@@ -307,7 +250,7 @@ class ControlCore:
         """The command for one cycle (a view on a preallocated array)."""
         q = self.map.reduce_q(state.q)
         v = self.map.reduce_v(state.v)
-        if self.references is None and self.kind == "qp":
+        if self.references is None:
             self.references = hold_references(self.robot, self.map, state.q)
         st = {f: bool(stance.get(f, False)) and f in self.allowed_contacts for f in self.contact_frames}
         out = self.controller.update(q, v, st, self.references)
@@ -339,7 +282,6 @@ def to_references(ref):
     """A :class:`~hybrid_dynamics.control.locomotion.LocomotionReference` as the controller's
     :class:`~hybrid_dynamics.control.references.References` (stance feet are contacts, swing
     feet tracked)."""
-    from ..control.references import OrientationTarget, References, Target
     return References(
         com=Target(ref.com_position, ref.base_linear_velocity, ref.base_linear_acceleration),
         base_orientation=OrientationTarget(ref.base_orientation, ref.base_angular_velocity),
@@ -355,7 +297,6 @@ class GaitCore:
     class, so both paths plan identically."""
 
     def __init__(self, robot, config: Optional[Mapping] = None):
-        from ..control.locomotion import LocomotionConfig, LocomotionPlanner
         self.robot = robot
         self.planner = LocomotionPlanner(robot, LocomotionConfig.from_dict(config))
         self.frames = [c.frame for c in robot.contacts]
@@ -411,7 +352,6 @@ def make_reference_source(robot, params: Mapping):
 
     A source has ``update(t, q) -> (References, stance)``."""
     import yaml
-    from ..errors import InputError
     kind = str(params.get("references") or ("gait" if params.get("gait") else "hold"))
     if kind not in REFERENCE_SOURCES:
         raise InputError(f"references '{kind}' is not {', '.join(REFERENCE_SOURCES)}", field="references")
@@ -427,6 +367,5 @@ def make_reference_source(robot, params: Mapping):
     if kind == "gait":
         return kind, GaitCore(robot, mapping("gait_config"))
     if kind == "weight_shift":
-        from ..control.balance import WeightShift, WeightShiftReference
         return kind, WeightShiftReference(robot, WeightShift.from_dict(mapping("weight_shift")))
     return kind, None
