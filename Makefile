@@ -23,7 +23,7 @@ PACKAGES := ros-jazzy-rclpy ros-jazzy-sensor-msgs ros-jazzy-std-msgs ros-jazzy-g
 	example-robot-data rosbags matplotlib numpy scipy pyyaml pytest pytest-timeout hypothesis catkin_pkg \
 	colcon-core colcon-ros colcon-package-selection
 
-.PHONY: venv demo test tsid-venv clean
+.PHONY: venv demo test test-long tsid-venv clean
 
 venv: $(STAMP)
 
@@ -46,8 +46,12 @@ $(TSID_STAMP): constraints-tsid.txt
 demo: venv
 	$(BIN)/hybrid-dynamics demo --scenario hexapod_damage_s1 --out demo_output
 
+# the suite CI runs (under 20 minutes); `long` tests are the full campaigns and soak runs
 test: venv tsid-venv
-	$(BIN)/python -m pytest -q test
+	$(BIN)/python -m pytest -q -m "not long" test
+
+test-long: venv tsid-venv
+	$(BIN)/python -m pytest -q -m long test
 
 clean:
 	rm -rf $(VENV) $(TSID_VENV) demo_output build install log *.egg-info
