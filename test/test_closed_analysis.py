@@ -1,4 +1,4 @@
-"""Analysis commands of paper 001: chi/gamma against TALOS, limit polygons (PNG plots)."""
+"""Analysis commands of [Mingo Hoffman 2024]: chi/gamma against TALOS, limit polygons (PNG plots)."""
 import json
 
 import numpy as np

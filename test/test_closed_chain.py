@@ -1,5 +1,5 @@
 """Closed-chain kinematics, passive-state estimation and constrained inverse dynamics of
-hybrid_biped (paper 001), checked against finite differences and between the paper's forms."""
+hybrid_biped ([Mingo Hoffman 2024]), checked against finite differences and between the paper's forms."""
 import numpy as np
 import pinocchio as pin
 import pytest

@@ -1,4 +1,4 @@
-"""`validate closed-loop` and `bench estimator` (paper 001 figures printed by commands)."""
+"""`validate closed-loop` and `bench estimator` ([Mingo Hoffman 2024] figures printed by commands)."""
 import json
 
 

@@ -1,4 +1,4 @@
-"""hybrid_biped (paper 001): one source for URDF + loop YAML + MJCF, load-time loop checks."""
+"""hybrid_biped ([Mingo Hoffman 2024]): one source for URDF + loop YAML + MJCF, load-time loop checks."""
 import json
 import shutil
 

@@ -1,5 +1,5 @@
 """hybrid_biped in MuJoCo (an independent simulator, loops as soft equality constraints):
-the estimator fed only the actuators tracks MuJoCo's passive joints (paper 001 Fig. 19
+the estimator fed only the actuators tracks MuJoCo's passive joints ([Mingo Hoffman 2024] Fig. 19
 experiment, 10 s at 1 kHz on a fixed base) and the constrained inverse dynamics' actuator
 forces reproduce the commanded accelerations."""
 import mujoco

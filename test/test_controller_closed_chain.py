@@ -1,4 +1,4 @@
-"""Closed chains (hybrid_biped): the QP in the projected form of NOTES-001 section 2.6.
+"""Closed chains (hybrid_biped): the QP in the projected form of [Mingo Hoffman 2024, Appendix B].
 
 Checked with the tree's own dynamics (Pinocchio RNEA on the spanning tree) and the loop
 kinematics: the full acceleration a = G_f dv_m + drift closes the loops, and

@@ -1,6 +1,6 @@
 """`hybrid-dynamics demo` (the whole ROS 2 graph in one process): bad input is a clear error
 with exit 2; a run writes its MCAP bag of every topic, plots and summary (made from the bag),
-also when it stops part-way; paper 000's S1 walks on after the damage, declared or detected;
+also when it stops part-way; Farghdani et al.'s (2025) S1 walks on after the damage, declared or detected;
 /cmd_vel steers the walk."""
 import json
 import textwrap

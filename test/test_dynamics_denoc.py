@@ -1,5 +1,5 @@
-"""Paper 003's DeNOC engine: module structure, composite-module GIM, block UDU^T, recursive
-ID and FD against Pinocchio, on paper 003's robots and the reference robots."""
+"""Shah et al.'s (2012) DeNOC engine: module structure, composite-module GIM, block UDU^T, recursive
+ID and FD against Pinocchio, on Shah et al.'s (2012) robots and the reference robots."""
 import numpy as np
 import pinocchio as pin
 import pytest

@@ -1,4 +1,4 @@
-"""Paper 000's Boltzmann-Hamel engine (direct and fast forms) against Pinocchio, healthy and
+"""Farghdani et al.'s (2025) Boltzmann-Hamel engine (direct and fast forms) against Pinocchio, healthy and
 damaged, with damaged references parsed from edited URDFs (never from the engine)."""
 import numpy as np
 import pinocchio as pin
@@ -48,7 +48,7 @@ def test_mass_matrix_is_an_arrowhead(robots):
 
 
 def test_body_gravity_moment_depends_on_leg_angles(robots):
-    """NOTES-000 section 2.6: the paper's claim that N_b does not depend on theta is wrong."""
+    """[Farghdani 2025, Eq. (9)]: the paper's claim that N_b does not depend on theta is wrong."""
     r = robots["jethexa"]
     e = HamelDirect(r)
     q = r.q_stand.copy()

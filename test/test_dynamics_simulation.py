@@ -1,4 +1,4 @@
-"""Paper 000's hexapod simulation and the reproduce commands (short runs)."""
+"""Farghdani et al.'s (2025) hexapod simulation and the reproduce commands (short runs)."""
 import json
 
 import numpy as np
@@ -56,7 +56,7 @@ def test_contact_dynamics_equals_fd_with_tip_wrenches(jethexa):
 
 
 def test_s2_walks_forward_and_s1_stays(jethexa):
-    """NOTES-000 section 4: S2 moves forward, S1 oscillates in place; both stay upright."""
+    """[Farghdani 2025, Sec. VI-B]: S2 moves forward, S1 oscillates in place; both stay upright."""
     s2 = simulate(jethexa, named_morphology(jethexa, "s2"), duration=1.3)
     s1 = simulate(jethexa, named_morphology(jethexa, "s1"), duration=1.3)
     assert s2.base_end[0] - s2.base_start[0] > 0.02

@@ -112,7 +112,7 @@ def test_restore_gives_back_the_healthy_model(jethexa, cls):
 def test_reused_structures_follow_the_lock_angle(jethexa, cls):
     """A structure seen before (same removed links and locked joints) is reused across
     changes, but a different lock angle must give that angle's dynamics: checked against
-    Pinocchio on MorphologyMap's model (paper 000 Algorithm 1) at each angle, and the cached
+    Pinocchio on MorphologyMap's model ([Farghdani 2025] Algorithm 1) at each angle, and the cached
     index maps cannot be written through."""
     import pinocchio as pin
     r = jethexa

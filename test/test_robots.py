@@ -1,4 +1,4 @@
-"""Robot descriptions: jethexa as paper 000 gives it, TALOS and solo12 from example-robot-data,
+"""Robot descriptions: jethexa as [Farghdani 2025] gives it, TALOS and solo12 from example-robot-data,
 and the URDF and MJCF of each generated robot agreeing with each other."""
 import json
 

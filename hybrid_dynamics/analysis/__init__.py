@@ -1,2 +1,2 @@
-"""Analyses and self-checks of closed-chain robots (paper 001): validation checks, estimator
+"""Analyses and self-checks of closed-chain robots ([Mingo Hoffman 2024]): validation checks, estimator
 benchmark, equivalent Cartesian inertia and centroidal momentum comparisons."""

@@ -1,8 +1,8 @@
 """Equivalent Cartesian inertia at the foot and centroidal angular momentum, projected for
 closed chains; the chi and gamma ratios of a serial robot against a closed-chain one
-(paper 001, NOTES-001 section 2.11, Table III).
+([Mingo Hoffman 2024, Sec. V, Table III]).
 
-Conventions (the paper leaves them open, NOTES-001 section 7):
+Conventions (the paper leaves them open):
 - Configuration: each robot's stand pose (TALOS: SRDF half_sitting; hybrid_biped: hip pitch
   -0.45, knee 0.9, ankle -0.45 rad), legs bent alike; base fixed at the identity.
 - Lambda = (J M^-1 J^T + eps I)^-1, eps = 1e-5, with J the 6 x n_joints Jacobian of the left
@@ -107,7 +107,7 @@ def compare(serial_robot, closed_robot) -> Dict[str, object]:
     ca = camm(closed_robot, "actuated")
     g = np.linalg.norm(cs["both"], axis=1) / np.linalg.norm(ca["both"], axis=1)
     out["gamma_both_legs_actuator_coordinates"] = dict(zip(["x", "y", "z"], g.tolist()))
-    out["conventions"] = __doc__.split("Conventions (the paper leaves them open, NOTES-001 section 7):")[1].strip()
+    out["conventions"] = __doc__.split("Conventions (the paper leaves them open):")[1].strip()
     return out
 
 

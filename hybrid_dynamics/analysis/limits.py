@@ -1,5 +1,5 @@
 """Joint-limit polygons of 2-DoF parallel sub-mechanisms by the limit-exploration QP of
-paper 001 (eq. 30, NOTES-001 section 2.7).
+[Mingo Hoffman 2024] ([Mingo Hoffman 2024, Eq. (30)]).
 
 From a start pose, for each direction phi in the (roll, pitch) plane of a sub-mechanism, the
 serial-equivalent velocity (cos phi, sin phi) is mapped to actuator velocities

@@ -1,5 +1,5 @@
 """``hybrid-dynamics analyze inertia``: chi (Cartesian inertia) and gamma (CAMM) of a serial
-robot against a closed-chain one (paper 001 Table III), with a PNG plot."""
+robot against a closed-chain one ([Mingo Hoffman 2024] Table III), with a PNG plot."""
 from __future__ import annotations
 
 import json

@@ -1,5 +1,5 @@
 """``hybrid-dynamics analyze limits``: joint-limit polygons of the hip and ankle parallel
-mechanisms by the limit-exploration QP (paper 001 eq. 30), with a PNG plot."""
+mechanisms by the limit-exploration QP ([Mingo Hoffman 2024] eq. 30), with a PNG plot."""
 from __future__ import annotations
 
 import json

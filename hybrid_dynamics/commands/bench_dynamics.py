@@ -2,7 +2,7 @@
 
 Per-evaluation p50/p99 (microseconds) of M, h = C v + N, forward and inverse dynamics for
 each modular engine and for Pinocchio (crba, rnea(q, v, 0), aba, rnea(q, v, a)) in the same
-run, their ratios, M + h of the fast form against crba + rnea, paper 003's Table 2 ratio
+run, their ratios, M + h of the fast form against crba + rnea, Shah et al.'s (2012) Table 2 ratio
 (recursive O(n) FD against the O(n^3) GIM + Cholesky path), and the latency of a morphology
 change (reassembly, index maps, state transfer) next to the time Pinocchio needs to build
 the damaged model from its URDF: once with the structure seen before (the engines keep one
@@ -156,7 +156,7 @@ def run(args) -> int:
         print(f"  {engine:12s}" + "".join(f"{row[k]['p50']:>11.1f} / {row[k]['p99']:<7.1f}" for k in ("M", "h", "fd", "id")))
     for engine, row in ratios.items():
         print(f"  ratio {engine:>10s} / pinocchio (p50): " + ", ".join(f"{k} {v}x" for k, v in row.items()))
-    print(f"  paper 003 Table 2 (ours): recursive O(n) FD {table2['recursive_fd_p50_us']} us vs O(n^3) "
+    print(f"  [Shah 2012] Table 2 (ours): recursive O(n) FD {table2['recursive_fd_p50_us']} us vs O(n^3) "
           f"{table2['dense_fd_p50_us']} us: {table2['improvement_percent']} % faster (paper: 16-35 %)")
     print(f"  morphology change to [{reassembly['morphology']}] (reassembly + index maps + state transfer):")
     for engine, s in reassembly["engines"].items():

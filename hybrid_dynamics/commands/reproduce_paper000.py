@@ -1,4 +1,4 @@
-"""``hybrid-dynamics reproduce paper000``: paper 000's 5 s JetHexa simulation (S2 by default),
+"""``hybrid-dynamics reproduce paper000``: Farghdani et al.'s (2025) 5 s JetHexa simulation (S2 by default),
 driven by the modular model with Table III contact and Table IV tripod gait, timed against
 the paper's "5 s in 1.93 s" (real-time factor 0.386). Choices: dynamics/paper000_sim.py."""
 from __future__ import annotations
@@ -11,7 +11,7 @@ from ..errors import InputError
 from ..model.robot import load_robot
 
 COMMAND = ("reproduce", "paper000")
-HELP = "paper 000's 5 s hexapod simulation (S2) with the modular model: real-time factor vs the paper's"
+HELP = "Farghdani et al.'s (2025) 5 s hexapod simulation (S2) with the modular model: real-time factor vs the paper's"
 PAPER_WALL, PAPER_DURATION = 1.93, 5.0
 
 
@@ -30,7 +30,7 @@ def run(args) -> int:
         raise InputError("--duration must be in (0, 60] s", field="duration")
     robot = load_robot(args.robot)
     if any(len(leg.joints) != 3 for leg in robot.legs):
-        raise InputError(f"{robot.name} does not have 3-joint legs: the paper 000 gait needs them")
+        raise InputError(f"{robot.name} does not have 3-joint legs: the [Farghdani 2025] gait needs them")
     morphology = named_morphology(robot, args.morphology)
     res = simulate(robot, morphology, duration=args.duration, dt=args.dt)
     report = {"robot": robot.name, "morphology": args.morphology, "description": res.morphology,
@@ -48,7 +48,7 @@ def run(args) -> int:
         print(json.dumps(report, indent=2))
         return 0
     print(f"{robot.name} [{res.morphology}]: {res.duration:g} s simulated in {res.wall_time:.2f} s "
-          f"(real-time factor {res.real_time_factor:.3f}; paper 000: {PAPER_DURATION:g} s in {PAPER_WALL} s, "
+          f"(real-time factor {res.real_time_factor:.3f}; [Farghdani 2025]: {PAPER_DURATION:g} s in {PAPER_WALL} s, "
           f"{PAPER_WALL / PAPER_DURATION:.3f}), dt {res.dt * 1e3:g} ms, {res.steps} steps")
     print(f"  base {report['base_start']} -> {report['base_end']}, forward {res.mean_forward_speed:.3f} m/s, "
           f"lowest {res.min_height:.3f} m, largest tilt {res.max_tilt_deg:.1f} deg")

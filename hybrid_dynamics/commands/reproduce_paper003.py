@@ -1,4 +1,4 @@
-"""``hybrid-dynamics reproduce paper003``: paper 003's Table 2 comparison with our engines.
+"""``hybrid-dynamics reproduce paper003``: Shah et al.'s (2012) Table 2 comparison with our engines.
 
 For the planar biped and the spatial quadruped: the time of one q_ddot by the recursive O(n)
 forward dynamics (section 2.6) against the O(n^3) path (composite-module GIM + h, then a
@@ -28,7 +28,7 @@ from ..errors import InputError
 from ..model.robot import load_robot
 
 COMMAND = ("reproduce", "paper003")
-HELP = "paper 003's Table 2: recursive O(n) against O(n^3) forward dynamics, per robot"
+HELP = "Shah et al.'s (2012) Table 2: recursive O(n) against O(n^3) forward dynamics, per robot"
 KP, KD = 49.0, 14.0
 PAPER = {"paper003_biped": {"qdd": 16.67, "feed-forward": 14.31, "computed-torque": 23.29},
          "paper003_quadruped": {"qdd": 22.10, "feed-forward": 35.44, "computed-torque": 27.30}}
@@ -102,7 +102,7 @@ def run(args) -> int:
     if args.json:
         print(json.dumps({"table2": rows, "paper_range_percent": "16-35"}, indent=2))
         return 0
-    print("paper 003 Table 2 with our engines (improvement of the O(n) recursion over O(n^3); paper: 16-35 %)")
+    print("[Shah 2012] Table 2 with our engines (improvement of the O(n) recursion over O(n^3); paper: 16-35 %)")
     for row in rows:
         qd = row["qdd_us"]
         paper = row["paper_percent"] or {}

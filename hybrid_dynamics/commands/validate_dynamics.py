@@ -1,6 +1,6 @@
 """``hybrid-dynamics validate dynamics --robot R [--morphology NAME] [--json]``.
 
-Every quantity of every modular engine (paper 000 direct and fast, paper 003 DeNOC) against
+Every quantity of every modular engine ([Farghdani 2025] direct and fast, [Shah 2012] DeNOC) against
 Pinocchio on random states; damaged references are parsed from URDFs with the parts removed
 or the joints fixed (hybrid_dynamics/dynamics/reference.py), never from the engines.
 """

@@ -1,10 +1,10 @@
 """Closed-chain balance: a biped with closed linkages standing and shifting its weight
-(paper 001's hardware test: the CoM moves laterally over one foot and back).
+(Mingo Hoffman et al.'s (2024) hardware test: the CoM moves laterally over one foot and back).
 
 One control cycle of :class:`ClosedChainBalance` (what a driver gives in, actuator forces out):
 
   actuated joint encoders only                       -> q_a, v_a (``robot.actuated_joints``)
-  passive-state completion (NOTES-001 section 2.8)   -> estimation.PassiveStateEstimator
+  passive-state completion ([Mingo Hoffman 2024, Sec. VI-A])   -> estimation.PassiveStateEstimator
   floating base from the IMU and both stance feet    -> estimation.BaseEstimator
   CoM reference: hold, then the lateral weight shift -> :class:`WeightShift`
   QP inverse dynamics on the projected dynamics      -> control.WholeBodyController

@@ -1,8 +1,8 @@
 """The whole-body inverse-dynamics QP: variables, tasks and constraints put together.
 
 Variables ``x = (dv, f)``: the generalized accelerations (``n`` = nv of the current
-morphology, or ``6 + n_actuated`` for a closed chain in the projected form of NOTES-001
-section 2.6) and the world-frame forces of the contact points (3 per point; a TALOS sole has
+morphology, or ``6 + n_actuated`` for a closed chain in the projected form of [Mingo Hoffman 2024,
+Appendix B]) and the world-frame forces of the contact points (3 per point; a TALOS sole has
 4 points). Torques are eliminated: the QP keeps only the six floating-base rows of the
 dynamics as equalities, and the actuated rows give the torques afterwards
 (:meth:`Formulation.decode`). The problem handed to a backend is

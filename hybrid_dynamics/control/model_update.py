@@ -15,9 +15,9 @@ Positions and velocities of contact frames are read on demand (swing tasks only)
 
 Damaged robots (:class:`~hybrid_dynamics.model.morphology.MorphologyMap`): Pinocchio runs on
 the healthy-size model whose removed bodies have zero inertia, at ``expand_q/expand_v``, and
-rows/columns are sliced with ``v_index`` (paper 000, Algorithm 1): exact, no model rebuild.
+rows/columns are sliced with ``v_index`` ([Farghdani 2025], Algorithm 1): exact, no model rebuild.
 
-Closed chains (NOTES-001 section 2.6): with ``v = G_f v_m`` and ``a = G_f a_m + d`` from
+Closed chains ([Mingo Hoffman 2024, Appendix B]): with ``v = G_f v_m`` and ``a = G_f a_m + d`` from
 :class:`~hybrid_dynamics.dynamics.closed_chain.LoopClosureKinematics`, the controller works in
 the independent coordinates: ``M_red = G_f^T M G_f``, ``h_red = G_f^T (h + M d)``,
 ``J_red = J G_f``, ``drift_red = drift + J d``.

@@ -1,8 +1,8 @@
-"""Closed linkages (paper 001, NOTES-001 sections 2.1-2.6): loop-closure kinematics, the
+"""Closed linkages ([Mingo Hoffman 2024, Sec. III, Appendices A-B]): loop-closure kinematics, the
 projection onto base + actuated coordinates, passive-state completion, constrained inverse
 dynamics and the actuator-force <-> motor-torque mapping.
 
-Notation (NOTES-001): the spanning tree has coordinates theta = [theta_u (passive); theta_a
+Notation ([Mingo Hoffman 2024, Sec. III-A]): the spanning tree has coordinates theta = [theta_u (passive); theta_a
 (actuated)] (here scattered in Pinocchio's order; ``iu``/``ia`` index v). Each cut joint keeps
 the rows ``axes`` of the relative motion of frame_b in frame_a; stacked they give the closure
 error e_l (m), its Jacobian J_l (m x nv, zero base columns) and the drift J_l_dot v.
@@ -334,7 +334,7 @@ class LoopClosureKinematics:
 
     def projection(self, q: np.ndarray, v: Optional[np.ndarray] = None,
                    state: Optional[LoopState] = None) -> Tuple[np.ndarray, np.ndarray]:
-        """(G_f, drift): every consistent v = G_f v_m, a = G_f a_m + drift (NOTES-001 2.6).
+        """(G_f, drift): every consistent v = G_f v_m, a = G_f a_m + drift ([Mingo Hoffman 2024, Appendix B]).
 
         ``v`` is the current (consistent) velocity, needed for the drift (zero without it).
         Raises :class:`SingularLinkage` when J_lu is numerically singular."""
@@ -416,7 +416,7 @@ class LoopClosureKinematics:
     def inverse_dynamics(self, q: np.ndarray, v: np.ndarray, a_a: np.ndarray,
                          G_f: Optional[np.ndarray] = None, drift: Optional[np.ndarray] = None):
         """Fixed base (base at rest): actuator forces tau_a = (G_f^T rnea(q, v, a))[nb:]
-        with a = G_f [0; a_a] + drift (NOTES-001 section 2.3). Returns (tau_a, a)."""
+        with a = G_f [0; a_a] + drift ([Mingo Hoffman 2024, Sec. III-A]). Returns (tau_a, a)."""
         if G_f is None and self.L:
             # one pass and one LU of J_lu, G_f never formed:
             #   a_u = -J_lu^-1 (J_la a_a + J_l_dot v),  tau_a = tau_a' - J_la^T J_lu^-T tau_u'
@@ -454,7 +454,7 @@ class LoopClosureKinematics:
 
     def motor_torque(self, force: np.ndarray) -> np.ndarray:
         """Motor torque producing each actuator force through its ball screw:
-        tau_m = F L / (2 pi eta) (NOTES-001 section 2.10). Joints without a screw pass through."""
+        tau_m = F L / (2 pi eta) ([Mingo Hoffman 2024, Sec. VI-B]). Joints without a screw pass through."""
         lead, eta, _ = self.transmissions()
         return np.where(np.isnan(lead), force, force * np.nan_to_num(lead) / (2 * math.pi * eta))
 
@@ -474,7 +474,7 @@ class LoopClosureKinematics:
 # ============================================================================ floating base
 @dataclass
 class IDResult:
-    """One constrained inverse-dynamics solution (NOTES-001 sections 2.4-2.6)."""
+    """One constrained inverse-dynamics solution ([Mingo Hoffman 2024, Sec. III-B, Eqs. (25)-(29), Appendix B])."""
     dv: np.ndarray               # nu_dot (nv)
     forces: np.ndarray           # contact point forces, world axes (3c)
     tau: np.ndarray              # actuator forces (n_act), as solved
@@ -538,7 +538,7 @@ def _refine_active_set(P, c, A, l, u, x, y, tol: float = 1e-7):
 
 
 class ClosedChainInverseDynamics:
-    """Floating-base constrained inverse dynamics with contacts (NOTES-001 2.4-2.6).
+    """Floating-base constrained inverse dynamics with contacts ([Mingo Hoffman 2024, Sec. III-B, Eqs. (25)-(29), Appendix B]).
 
     QP over (nu_dot, F) (three-step form) or (nu_dot_m, F) (projected form):
         min ||nu_dot_base - a_base_ref||^2 + eps ||nu_dot||^2 + gamma ||F||^2

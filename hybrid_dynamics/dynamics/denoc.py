@@ -1,4 +1,4 @@
-"""Paper 003's module-level DeNOC dynamics (NOTES-003 sections 2.1-2.6), Saha's notation.
+"""Shah et al.'s (2012) module-level DeNOC dynamics ([Shah 2012, Secs. 2-4, Eqs. (17)-(30)]), Saha's notation.
 
 Every 3-vector is expressed in the inertial frame. Link k has its origin O_k on its inboard
 joint axis (Pinocchio's joint frame origin); its twist is t_k = [w_k; o_dot_k] (angular
@@ -15,7 +15,7 @@ module twist t^i = A^{i,beta} t^beta + N^i q_dot^i (8), with N^i block lower-tri
 block (r, c) = A_{k_r, k_c} p_{k_c}, and A^{i,beta} zero but for its last block column.
 
 The base module uses Pinocchio's coordinates instead of the paper's Euler angles (the choice
-NOTES-003 section 2.7 validates): q_dot^0 = [v_b; w_b] in the base frame and
+checked against Pinocchio in the tests): q_dot^0 = [v_b; w_b] in the base frame and
 t_0 = P_0 q_dot^0 with P_0 = [[0, R], [R, 0]]; P_0_dot q_dot^0 = [0; R (w_b x v_b)].
 Gravity enters as the base's o_ddot_0 - g.
 
@@ -78,7 +78,7 @@ class DeNOC(ModularEngine):
 
     @property
     def modules(self):
-        """Paper 003's modules: (parent module, links) of the current tree."""
+        """Shah et al.'s (2012) modules: (parent module, links) of the current tree."""
         if self._modules is None:
             self._modules = self.tree.modules
         return self._modules

@@ -1,13 +1,13 @@
-"""Paper 000's Boltzmann-Hamel whole-body model (NOTES-000 sections 2.2-2.9), modular.
+"""Farghdani et al.'s (2025) Boltzmann-Hamel whole-body model ([Farghdani 2025, Secs. III-V]), modular.
 
 Coordinates are Pinocchio's: ``q = [p, quat xyzw, joints]`` and ``v = [V_b, theta_dot]`` with
-V_b the base body twist [linear; angular] in the base frame X_b (paper 000's quasi-velocity
+V_b the base body twist [linear; angular] in the base frame X_b (Farghdani et al.'s (2025) quasi-velocity
 V^b_sb; X_b is the root joint frame, which need not be at the CoM: I_b is then the body's
 6x6 inertia about that origin and every formula holds unchanged). The equations are
 
     M(theta) v_dot + C(theta, v) v + N(Q) = tau + J^T F_t                           (6)
 
-Each base-attached subtree is one *module* (paper 000's leg; for TALOS also the torso with
+Each base-attached subtree is one *module* (Farghdani et al.'s (2025) leg; for TALOS also the torso with
 arms and head). Its links l contribute, with Phi_l = [1_6, J_l] and J_l the leg Jacobian
 whose columns are the base-frame joint twists xi'_k of l's ancestors (16-17),
 
@@ -19,7 +19,7 @@ Two forms:
 
 * :class:`HamelDirect` follows the paper literally: per-link blocks summed into per-leg
   modules (32), the arrowhead (31), C v by Proposition 2 (44)-(48) with the *corrected*
-  Lemma 3 (NOTES-000 section 2.5) written through base-frame twists: with ad_k = ad(xi'_k),
+  Lemma 3 ([Farghdani 2025, Sec. IV-B, Eqs. (40)-(45), with the index typos corrected]) written through base-frame twists: with ad_k = ad(xi'_k),
   d Ad^-1_{g_b,l} / d theta_k = -Ad^-1_{g_b,l} ad_k for k an ancestor of l (or l itself) and
   d xi'_m / d theta_k = ad_k xi'_m for k a strict ancestor of m (0 otherwise). Substituting
   xi'_k = Ad_{e^{xi_1 th_1}...e^{xi_k th_k}} xi_k gives exactly the corrected (40) and (43).
@@ -123,7 +123,7 @@ def schur_classes(group_of_column: np.ndarray) -> List[np.ndarray]:
 
 # ================================================================================ direct
 class HamelDirect(ModularEngine):
-    """Paper 000 in its direct form: per-link modules, Lemma 3 derivatives (see module doc)."""
+    """[Farghdani 2025] in its direct form: per-link modules, Lemma 3 derivatives (see module doc)."""
 
     name = "hamel"
 
@@ -340,7 +340,7 @@ def _level_index(idx: np.ndarray):
 
 
 class HamelFast(ModularEngine):
-    """Paper 000's fast form, vectorised over every leg at once (see module doc).
+    """Farghdani et al.'s (2025) fast form, vectorised over every leg at once (see module doc).
 
     Arrays have one row per body, the base first (row 0, identity pose, zero joint twist), so
     the base's own terms fall into the same sums as the links'."""
@@ -601,7 +601,7 @@ class HamelFast(ModularEngine):
         ``force_law(p, vel)`` gets the tips' world positions and world linear velocities
         (T x 3 each) and returns (f, C): world forces (T x 3) and their damping matrices
         C = -df/dvel (T x 3 x 3). The forces act at the tip frames as F_t = [R_st^T f; 0]
-        (NOTES-000 section 2.7). With ``dt`` > 0 the damping of the contacts and the joint
+        ([Farghdani 2025, Eq. (11)]). With ``dt`` > 0 the damping of the contacts and the joint
         damping ``joint_damping`` (tau = ... - d theta_dot) are taken at the end of the step
         (linearly implicit): (M + dt (d 1_joints + J^T C J)) v_dot = tau - h + J^T f - d theta_dot;
         both terms keep the arrowhead shape (a tip moves with its own leg and the base).

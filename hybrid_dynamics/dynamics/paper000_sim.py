@@ -1,8 +1,8 @@
-"""Paper 000's hexapod simulation (NOTES-000 sections 2.10 and 3): penalty contact (Table III),
+"""Farghdani et al.'s (2025) hexapod simulation ([Farghdani 2025, Sec. VI, Eq. (64), Tables III-IV]): penalty contact (Table III),
 tripod gait (Table IV, eq. 64), closed-form 3-DoF leg IK and joint PID, integrated with the
 modular model (:class:`~hybrid_dynamics.dynamics.hamel.HamelFast`) on SE(3) x R^n.
 
-Choices where the paper is silent or inconsistent (NOTES-000 section 7):
+Choices where the paper is silent or inconsistent (not fixed by [Farghdani 2025]):
   * Contact (Table III): at each existing foot, penetration z = foot height - foot radius
     (10 mm sphere); when z < 0, f_n = -k_z z - d_z z_dot clamped at f_n >= 0 (no adhesion),
     tangential f_t = -d_t v_t (pure viscous, no Coulomb friction), k_z = 1e4 N/m,
@@ -133,7 +133,7 @@ class SimulationResult:
 
 def simulate(robot, morphology, duration: float = 5.0, dt: float = 1e-3,
              record_every: int = 0) -> SimulationResult:
-    """Walk the tripod gait for ``duration`` seconds with ``morphology`` (e.g. paper 000's S2)."""
+    """Walk the tripod gait for ``duration`` seconds with ``morphology`` (e.g. Farghdani et al.'s (2025) S2)."""
     engine = HamelFast(robot, morphology)
     legs = leg_geometry(robot)
     names = engine.joint_names

@@ -5,7 +5,7 @@ base, bodies 1..n are the 1-DoF joints in Pinocchio's order (so body b has healt
 ``idx_q = 6 + b`` and ``idx_v = 5 + b``). For each body: parent, joint placement in the parent
 body frame (R0, p0), joint axis in its own frame and kind (revolute or prismatic), spatial
 inertia about the body frame origin (6x6, [linear; angular] order), its depth, its
-base-attached subtree (*group*: paper 000's leg module generalised to any subtree hanging off
+base-attached subtree (*group*: Farghdani et al.'s (2025) leg module generalised to any subtree hanging off
 the base, e.g. TALOS's torso with both arms and the head), the ancestor matrix, and per leg
 the bodies lost when links k..n are removed.
 
@@ -20,7 +20,7 @@ smaller tree with the same arrays; its coordinates are the morphology's reduced 
 
 Cost of a change: a morphology acts on each base-attached subtree separately, so TreeData
 precomputes, per subtree, its structure (:class:`_Piece`: kept bodies, parents, Direct form
-columns, paper 003 modules, tips) under every existence state of its legs and under one lock,
+columns, [Shah 2012] modules, tips) under every existence state of its legs and under one lock,
 and per body an angle-free basis of everything a lock changes (merged inertia, children's and
 tips' placements are quadratic in (sin, 1 - cos) or in the prismatic offset). A new
 morphology concatenates one piece per subtree (:class:`Skeleton`), gathers the packed healthy
@@ -89,7 +89,7 @@ def _groups(parent: np.ndarray) -> np.ndarray:
 
 
 def _modules(parent: np.ndarray) -> List[Tuple[int, Tuple[int, ...]]]:
-    """Paper 003's kinematic modules: maximal serial chains, numbered outward in body order
+    """Shah et al.'s (2012) kinematic modules: maximal serial chains, numbered outward in body order
     (a parent module before its children); (parent module, bodies). One pass: a body continues
     its parent's chain when it is that parent's only child (the base module is the base)."""
     par = parent.tolist()
@@ -498,7 +498,7 @@ class _BadPiece(Exception):
 class _Piece:
     """One base-attached subtree under one combination of its legs' existence numbers and
     locks, in local numbering (0.. over its kept bodies, -1 the base): kept bodies, parents,
-    depths, the Direct form's leg columns and module starts, paper 003's modules, tips,
+    depths, the Direct form's leg columns and module starts, Shah et al.'s (2012) modules, tips,
     locked bodies with their hosts, and kept children of locked bodies."""
     __slots__ = ("ks", "m", "keep", "exist", "qvk", "I6e", "par", "depth", "cols", "dmods", "modules", "locked",
                  "tips")
@@ -555,7 +555,7 @@ class _Piece:
         self.par, self.depth, self.cols = par, depth, cols
         self.dmods = [(a, e) for a, e in zip(starts, starts[1:] + [m])]   # Direct modules [start, end)
         self.locked = tuple(sorted(locked))
-        # paper 003's modules: a body continues its parent's chain when it is its only child
+        # Shah et al.'s (2012) modules: a body continues its parent's chain when it is its only child
         nch = [0] * m
         for h in par:
             if h >= 0:
@@ -832,7 +832,7 @@ class Skeleton:
 
     @property
     def modules(self):
-        """Paper 003's modules, (parent module, bodies) from the pieces' chains."""
+        """Shah et al.'s (2012) modules, (parent module, bodies) from the pieces' chains."""
         mods = self.extra.get("modules")
         if mods is None:
             if not self._built:

@@ -35,13 +35,13 @@ def _legs(robot, count: int, what: str):
 
 
 def _s1(robot) -> Morphology:
-    """Paper 000's S1: legs 3 and 4 removed."""
+    """Farghdani et al.'s (2025) S1: legs 3 and 4 removed."""
     legs = _legs(robot, 4, "s1")
     return Morphology.healthy(robot).remove_leg(legs[2].name).remove_leg(legs[3].name)
 
 
 def _s2(robot) -> Morphology:
-    """Paper 000's S2: legs 4 and 5 lose links 2 and 3."""
+    """Farghdani et al.'s (2025) S2: legs 4 and 5 lose links 2 and 3."""
     legs = _legs(robot, 5, "s2")
     return Morphology.healthy(robot).remove_links(legs[3].name, 2).remove_links(legs[4].name, 2)
 

@@ -1,6 +1,6 @@
 """Damage detection from a generalized-momentum observer, leg by leg.
 
-Paper 000 leaves damage identification as future work (NOTES-000 section 6); this goes
+[Farghdani 2025] leaves damage identification as future work ([Farghdani 2025, Sec. VII]); this goes
 beyond it.
 
 **Observer** (De Luca's generalized-momentum residual, on the model of the *current*

@@ -1,4 +1,4 @@
-"""Passive-state estimation of closed linkages (paper 001, NOTES-001 sections 2.8-2.9).
+"""Passive-state estimation of closed linkages ([Mingo Hoffman 2024, Sec. VI-A, Eqs. (37)-(40)]).
 
 Only the actuated joints are measured; the passive ones follow from the loop closures.
 
@@ -254,7 +254,7 @@ class CalibrationResult:
 def calibrate(kin: LoopClosureKinematics, absolute: Dict[str, float], relative: Dict[str, float],
               q0: Optional[np.ndarray] = None, alpha: float = 1.0, dt: float = 1.0, eps: float = 1e-10,
               max_iter: int = 50) -> CalibrationResult:
-    """Encoder calibration (NOTES-001 section 2.9).
+    """Encoder calibration ([Mingo Hoffman 2024, Sec. VI-A]).
 
     ``absolute``: joint -> absolute reading (passive joints with rotary encoders, absolute
     linear encoders). ``relative``: actuated joint -> its relative (motor-side) reading.

@@ -1,4 +1,4 @@
-"""Quasi-static contact-wrench estimation from actuator forces (paper 001, NOTES-001 section 2.10).
+"""Quasi-static contact-wrench estimation from actuator forces ([Mingo Hoffman 2024, Sec. VI-B]).
 
 The feet have no force sensors. With nu = nu_dot = 0 the projected dynamics read
 G^T g = tau + G^T J_c^T F (actuated rows; G^T J_l^T = 0 removes the loop forces), so

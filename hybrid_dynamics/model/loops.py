@@ -1,4 +1,4 @@
-"""Loop-closure sidecar YAML for closed linkages (community convention, NOTES-001 section 5).
+"""Loop-closure sidecar YAML for closed linkages (the community convention of Pinocchio-based parallel-robot tools; loops as in [Mingo Hoffman 2024, Sec. III-A]).
 
     closed_loop: [[frame_a, frame_b], ...]   # the two sides of each cut joint
     type: ['3d' | '6d', ...]                 # rows kept by default: position, or full pose

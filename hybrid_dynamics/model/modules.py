@@ -1,10 +1,10 @@
-"""Kinematic modules and legs found in any Pinocchio tree (NOTES-003 sections 2.2-2.3).
+"""Kinematic modules and legs found in any Pinocchio tree ([Shah 2012, Secs. 2.2-2.3]).
 
 A *kinematic module* is a maximal serial chain of 1-DoF joints: it breaks wherever a body
 carries more than one child joint, so that every child module starts at the last link of
-its parent module, as paper 003 requires. Module 0 is the floating base.
+its parent module, as [Shah 2012] requires. Module 0 is the floating base.
 
-A *leg* (paper 000) is the set of joints that move one contact frame and no other: the
+A *leg* ([Farghdani 2025]) is the set of joints that move one contact frame and no other: the
 path from the base to the contact, less the joints shared with another contact's path
 (a torso joint above both legs of a biped is not part of either leg).
 """

@@ -1,6 +1,6 @@
 """What of the robot exists right now, and the maps between healthy and damaged states.
 
-A :class:`Morphology` is paper 000's existence numbers made concrete (NOTES-000 section 2.4):
+A :class:`Morphology` is Farghdani et al.'s (2025) existence numbers made concrete ([Farghdani 2025, Sec. IV-A, Definition 1, Proposition 1]):
 per leg, how many of its links remain counted from the body (x_ij = 1 for j <= kept, so the
 existence vector of a leg is always a prefix of ones: the "valid morphology" the paper leaves
 undefined), plus locked joints with their angles. It is an immutable value: every operation
@@ -9,13 +9,13 @@ returns a new one, so a rejected change leaves the previous morphology intact.
 A :class:`MorphologyMap` applies a morphology to a :class:`~hybrid_dynamics.model.robot.Robot`:
 the surviving coordinates (index maps into the healthy q and v), the surviving contacts and
 legs, and a Pinocchio model whose removed bodies have zero inertia. Removing a body's
-inertia and deleting the rows and columns of its joints is exactly paper 000's Algorithm 1
+inertia and deleting the rows and columns of its joints is exactly Farghdani et al.'s (2025) Algorithm 1
 (existence numbers multiply the link blocks, then rows and columns are deleted); a locked
 joint keeps its body, its angle is frozen and its DoF leaves the model (its child rigidly
 joins the parent).
 
 State transfer across a change (:meth:`MorphologyMap.transfer`), the documented rule:
-  - the base pose and the base twist are kept (body-twist continuity, NOTES-000 section 7,
+  - the base pose and the base twist are kept (body-twist continuity, which [Farghdani 2025, Sec. IV-C] leaves open,
     item 12): the momentum of lost parts leaves with them;
   - surviving joints keep their angle and rate;
   - a newly locked joint keeps the angle it was locked at and gets zero rate;
@@ -65,11 +65,11 @@ class Morphology:
         return dict(self.locked)
 
     def leg_exists(self, leg: str) -> bool:
-        """Paper 000's leg number x̄_i: 1 if any link of the leg remains."""
+        """Farghdani et al.'s (2025) leg number x̄_i: 1 if any link of the leg remains."""
         return self.kept[leg] > 0
 
     def link_existence(self) -> Dict[str, List[int]]:
-        """Paper 000's existence vectors 𝔛_leg_i (1 for a link that exists)."""
+        """Farghdani et al.'s (2025) existence vectors 𝔛_leg_i (1 for a link that exists)."""
         return {leg: [1] * k + [0] * (self.sizes[leg] - k) for leg, k in self.links_kept}
 
     def is_healthy(self) -> bool:

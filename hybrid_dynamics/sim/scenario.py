@@ -2,7 +2,7 @@
 
 ::
 
-    description: "paper 000's S1: legs 3 and 4 lost at t = 3 s"
+    description: "Farghdani et al.'s (2025) S1: legs 3 and 4 lost at t = 3 s"
     robot: jethexa
     duration: 20.0                  # s of simulated time
     cmd_vel: {linear_x: 0.1, linear_y: 0.0, angular_z: 0.0}

@@ -6,7 +6,7 @@ Torques are not variables: the actuated rows give them afterwards,
     M_b dv - J_b^T f = -h_b        (6 equalities; J stacks the stance point Jacobians)
 
 (TSID's ``InverseDynamicsFormulationAccForce`` does the same). For closed chains the rows are
-those of the projected dynamics ``G_f^T (M a + h - J^T f)`` (NOTES-001 section 2.6).
+those of the projected dynamics ``G_f^T (M a + h - J^T f)`` ([Mingo Hoffman 2024, Appendix B]).
 """
 from __future__ import annotations
 

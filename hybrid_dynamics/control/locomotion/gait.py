@@ -3,7 +3,7 @@
 A gait is periodic with period ``T``; leg ``i`` swings during ``[o_i T, (o_i + d_s) T)``
 modulo ``T`` (``o_i`` its offset, ``d_s`` the swing fraction) and stands otherwise.
 
-* **Tripod** (paper 000, NOTES-000 section 2.10 and Table IV): the two gait groups alternate,
+* **Tripod** ([Farghdani 2025, Eq. (64), Table IV]): the two gait groups alternate,
   phase difference pi, swing fraction 1/2, ``T_g = 1.3 s``. The paper's ambiguities, fixed
   here: which half-cycle is swing (group 1 = {1, 4, 5} swings first); the odd factor
   ``Phi_i (1 - 2/N_g)`` (dropped: both groups sweep the same stride, half a period apart).
@@ -50,7 +50,7 @@ class GaitPattern:
 
 
 def tripod(groups: Sequence[Sequence[str]], period: float = 1.3) -> GaitPattern:
-    """Two groups alternating, half a period apart (paper 000's tripod gait)."""
+    """Two groups alternating, half a period apart (Farghdani et al.'s (2025) tripod gait)."""
     if len(groups) != 2 or not all(groups):
         raise InputError("a tripod gait needs two non-empty leg groups", field="gait_groups")
     offsets = tuple((leg, 0.0) for leg in groups[0]) + tuple((leg, 0.5) for leg in groups[1])

@@ -1,6 +1,6 @@
 """Joint-space tracking of locomotion references: leg inverse kinematics + joint PD.
 
-This is paper 000's leg controller (NOTES-000 section 2.10: IK of tip targets in the body
+This is Farghdani et al.'s (2025) leg controller ([Farghdani 2025, Sec. VI]: IK of tip targets in the body
 frame, the body taken to be where the plan puts it, then joint PD), kept as the baseline the
 whole-body QP controller is compared with and as the fallback when that controller is not
 installed. Gains: ``K_P = 50 N m/rad`` as in the paper; the paper's ``K_D = 1`` makes the

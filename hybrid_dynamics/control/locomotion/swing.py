@@ -1,6 +1,6 @@
 """Swing-foot trajectories and support-polygon geometry.
 
-Swing (paper 000's cosine bump, NOTES-000 section 2.10, with its ambiguities fixed): the foot
+Swing ([Farghdani 2025, Eq. (64)]'s cosine bump, with its ambiguities fixed): the foot
 goes from its lift-off point ``p0`` to its touchdown point ``p1`` along a minimum-jerk blend
 ``b(s) = 10 s^3 - 15 s^4 + 6 s^5`` horizontally, and ``z = z_ground + h (1 - cos 2 pi s)/2``
 vertically, ``s = (t - t_lo) / T_swing``. Table IV's step height ``L_sh = 12 (1e-2 m)``
