@@ -30,6 +30,8 @@ from typing import List
 import numpy as np
 import pinocchio as pin
 
+from ..dynamics.lie import skew_b
+
 LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
 
 
@@ -61,18 +63,6 @@ class ContactModel:
     def at_origin(self) -> bool:
         """A single point at the frame origin: its Jacobian is the frame's linear rows."""
         return len(self.points) == 1 and not self.points.any()
-
-
-def skew(p: np.ndarray) -> np.ndarray:
-    return np.array([[0.0, -p[2], p[1]], [p[2], 0.0, -p[0]], [-p[1], p[0], 0.0]])
-
-
-def _skew_rows(r: np.ndarray) -> np.ndarray:
-    """(k, 3, 3) skew matrices of the rows of r."""
-    S = np.zeros((len(r), 3, 3))
-    S[:, 0, 1], S[:, 0, 2], S[:, 1, 2] = -r[:, 2], r[:, 1], -r[:, 0]
-    S[:, 1, 0], S[:, 2, 0], S[:, 2, 1] = r[:, 2], -r[:, 1], r[:, 0]
-    return S
 
 
 class ModelUpdate:
@@ -143,7 +133,7 @@ class ModelUpdate:
                 Jp[i] = J[:3]
             else:                        # J_pi = J[:3] - [r_i]x J[3:], all points at once
                 r = self.contacts[i].points @ data.oMf[fid].rotation.T
-                Jp[i] = (J[:3] - _skew_rows(r) @ J[3:]).reshape(-1, J.shape[1])
+                Jp[i] = (J[:3] - skew_b(r) @ J[3:]).reshape(-1, J.shape[1])
 
     # ------------------------------------------------------------------ on demand
     @property

@@ -37,23 +37,10 @@ from scipy.linalg import lapack
 _getrf, _getrs, _gecon, _lange = lapack.dgetrf, lapack.dgetrs, lapack.dgecon, lapack.dlange
 
 from ..errors import InputError
+from .lie import cross3, skew_b
 
 
-def _skew_batch(p: np.ndarray) -> np.ndarray:
-    S = np.zeros(p.shape[:-1] + (3, 3))
-    S[..., 0, 1], S[..., 0, 2], S[..., 1, 2] = -p[..., 2], p[..., 1], -p[..., 0]
-    S[..., 1, 0], S[..., 2, 0], S[..., 2, 1] = p[..., 2], -p[..., 1], p[..., 0]
-    return S
-
-
-def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Row-wise cross product (faster than np.cross for small batches)."""
-    return a[:, _I1] * b[:, _I2] - a[:, _I2] * b[:, _I1]
-
-
-_I1 = np.array([1, 2, 0])
 _WA_OM = np.array([2, 0])
-_I2 = np.array([2, 0, 1])
 
 
 def _placement_view(model: pin.Model, data: pin.Data) -> Optional[np.ndarray]:
@@ -187,7 +174,7 @@ class LoopClosureKinematics:
         # two columns) the drift in one product; K [nu; om] = nu + om x p_b
         E = np.zeros((8, 3, 9))
         E[3, :, :3] = np.eye(3)
-        E[4:7, :, 3:6] = -_skew_batch(np.eye(3))
+        E[4:7, :, 3:6] = -skew_b(np.eye(3))
         E[4:7, :, 6] = np.eye(3)
         E[:3, :, 6] = -np.eye(3)
         self._E = E.reshape(8, 27)
@@ -255,7 +242,7 @@ class LoopClosureKinematics:
             P = a1[:, :, None, :] * U[:, None, :, :2]           # (L, 3, 3, 2)
             np.add(U[:, :, 3], P.reshape(L, 18) @ self._Ec, out=K[:, :, 7])
             if not self._all_lin:
-                K[:, :, 8] = Om[:, :, 3] - _cross(Om[:, :, 2], Om[:, :, 0])   # dom - w_A x om
+                K[:, :, 8] = Om[:, :, 3] - cross3(Om[:, :, 2], Om[:, :, 0])   # dom - w_A x om
         T = np.matmul(Rt, K)                                    # (L, 3, 9)
         Ts = T[self._kr, self._ar3]                             # (m, 9)
         e = Ts[:, 6]

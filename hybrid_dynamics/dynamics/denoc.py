@@ -40,15 +40,8 @@ from typing import List
 import numpy as np
 
 from .engine import ModularEngine
-from .hamel import GRAVITY, _cross, _vee3
-from .lie import quat_to_rot, skew
-
-
-def _c3(a, b) -> np.ndarray:
-    """a x b for two 3-vectors (np.cross costs ten times more at this size)."""
-    a0, a1, a2 = a
-    b0, b1, b2 = b
-    return np.array((a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0))
+from .hamel import GRAVITY
+from .lie import cross3, quat_to_rot, skew, vee3
 
 
 def _A(a: np.ndarray) -> np.ndarray:
@@ -129,7 +122,7 @@ class DeNOC(ModularEngine):
         pk[rev, :3] = e[rev]
         pk[t.kind == 1, 3:] = e[t.kind == 1]
         m = t.mass
-        mc = np.array([_vee3(I[3:, :3]) for I in t.I6])          # m c in the body frame
+        mc = np.array([vee3(I[3:, :3]) for I in t.I6])          # m c in the body frame
         d = np.einsum("nij,nj->ni", R, mc)                      # m d_k, world
         I = R @ t.I6[:, 3:, 3:] @ np.swapaxes(R, 1, 2)          # inertia about O_k, world
         Mk = np.zeros((n + 1, 6, 6))
@@ -159,7 +152,7 @@ class DeNOC(ModularEngine):
             Rt = k.R[b] @ tip.R
             r = k.o[b] + k.R[b] @ tip.p
             f, nm = Rt @ Ft[:3], Rt @ Ft[3:]
-            wF[b, :3] += nm + _c3(r - k.o[b], f)
+            wF[b, :3] += nm + cross3(r - k.o[b], f)
             wF[b, 3:] += f
         return wF
 
@@ -182,37 +175,37 @@ class DeNOC(ModularEngine):
             a = k.o[j] - k.o[b]                                  # a_{k, k-1}
             e = k.e[b]
             td, tdd = thd[b - 1], qdd_theta[b - 1]
-            od[b] = od[j] + _c3(a, w_[j])                   # A_{k,k-1} t_{k-1}
+            od[b] = od[j] + cross3(a, w_[j])                   # A_{k,k-1} t_{k-1}
             if kind[b] == 0:
                 w_[b] = w_[j] + e * td
-                wd[b] = wd[j] + e * tdd + _c3(w_[b], e) * td
-                odd[b] = odd[j] + _c3(a, wd[j]) + _c3(od[j] - od[b], w_[j])
+                wd[b] = wd[j] + e * tdd + cross3(w_[b], e) * td
+                odd[b] = odd[j] + cross3(a, wd[j]) + cross3(od[j] - od[b], w_[j])
             else:
                 w_[b] = w_[j]
                 od[b] += e * td
                 wd[b] = wd[j]
-                odd[b] = (odd[j] + _c3(a, wd[j]) + _c3(od[j] - od[b], w_[j])
-                          + e * tdd + _c3(w_[b], e) * td)
+                odd[b] = (odd[j] + cross3(a, wd[j]) + cross3(od[j] - od[b], w_[j])
+                          + e * tdd + cross3(w_[b], e) * td)
         # w_k = M_k t_dot_k + Omega_k M_k E t_k - w^F_k
         Iw = np.einsum("nij,nj->ni", k.I, w_)
         wd_ = np.einsum("nij,nj->ni", k.I, wd)
         md = k.d
-        n_ = wd_ + _cross(md, odd) + _cross(w_, Iw)
-        f_ = k.m[:, None] * odd + _cross(wd, md) + _cross(w_, _cross(w_, md))
+        n_ = wd_ + cross3(md, odd) + cross3(w_, Iw)
+        f_ = k.m[:, None] * odd + cross3(wd, md) + cross3(w_, cross3(w_, md))
         w = np.concatenate([n_, f_], axis=1) - wF
         return w
 
     def _shift(self, w_child, o_child, o_parent):
         """A_{c,k}^T w: the wrench at O_c moved to O_k."""
         out = w_child.copy()
-        out[:3] += _c3(o_child - o_parent, w_child[3:])
+        out[:3] += cross3(o_child - o_parent, w_child[3:])
         return out
 
     def _tdot0(self, k, v, a_base):
         """P_0 q_ddot_0 + P_0_dot q_dot_0 - [0; g]."""
         out = np.empty(6)
         out[:3] = k.Rb @ a_base[3:]
-        out[3:] = k.Rb @ (a_base[:3] + _c3(v[3:6], v[:3])) - GRAVITY
+        out[3:] = k.Rb @ (a_base[:3] + cross3(v[3:6], v[:3])) - GRAVITY
         return out
 
     def _backward_wrench(self, k, w):

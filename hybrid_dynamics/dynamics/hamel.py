@@ -46,40 +46,9 @@ import numpy as np
 
 from .engine import ModularEngine, tree_data
 from .tree import _SEQ
-from .lie import Ad, Ad_inv, ad, force_cross, quat_to_rot, skew, skew_b
+from .lie import Ad, Ad_inv, ad, cross3, force_cross, quat_to_rot, skew, skew_b, vee3
 
 GRAVITY = np.array([0.0, 0.0, -9.81])
-
-
-def _vee3(S: np.ndarray) -> np.ndarray:
-    return np.array([S[2, 1], S[0, 2], S[1, 0]])
-
-
-def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """np.cross for (..., 3) arrays without its overhead."""
-    a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
-    b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
-    out = np.empty(np.broadcast_shapes(a.shape, b.shape))
-    out[..., 0] = a1 * b2 - a2 * b1
-    out[..., 1] = a2 * b0 - a0 * b2
-    out[..., 2] = a0 * b1 - a1 * b0
-    return out
-
-
-def _mcross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """ad(a) b (motion cross product), stacked twists."""
-    out = np.empty(np.broadcast_shapes(a.shape, b.shape))
-    out[..., :3] = _cross(a[..., 3:], b[..., :3]) + _cross(a[..., :3], b[..., 3:])
-    out[..., 3:] = _cross(a[..., 3:], b[..., 3:])
-    return out
-
-
-def _fcross(V: np.ndarray, P: np.ndarray) -> np.ndarray:
-    """-ad(V)^T P (force cross product), stacked."""
-    out = np.empty(np.broadcast_shapes(V.shape, P.shape))
-    out[..., :3] = _cross(V[..., 3:], P[..., :3])
-    out[..., 3:] = _cross(V[..., :3], P[..., :3]) + _cross(V[..., 3:], P[..., 3:])
-    return out
 
 
 def _tip_forces(J: np.ndarray, f_tips: Optional[np.ndarray]) -> np.ndarray:
@@ -245,14 +214,14 @@ class HamelDirect(ModularEngine):
         com = np.zeros((t.n + 1, 3))                         # CoM of each body in X_b
         for b in range(t.n + 1):
             if m[b] > 0:
-                c_local = _vee3(t.I6[b][3:, :3]) / m[b]
+                c_local = vee3(t.I6[b][3:, :3]) / m[b]
                 com[b] = R[b] @ c_local + p[b]
         N = np.zeros(self.nv)
         N[:3] = m.sum() * ghat
-        N[3:6] = (m[:, None] * _cross(com, ghat)).sum(0)
+        N[3:6] = (m[:, None] * cross3(com, ghat)).sum(0)
         for k in range(1, t.n + 1):                          # dp_l/dtheta_k = xi'_v + xi'_w x p_l
             below = t.anc[k, :] > 0
-            dp = xi[k, :3] + _cross(xi[k, 3:], com[below])
+            dp = xi[k, :3] + cross3(xi[k, 3:], com[below])
             N[5 + k] = (m[below] * (dp @ ghat)).sum()
         return N
 

@@ -1,13 +1,21 @@
-"""Lie-group helpers on SE(3), twists ordered [linear; angular] (Pinocchio, Murray-Li-Sastry).
+"""The package's one Lie-group module: SE(3) and SE(2), twists ordered [linear; angular]
+(Pinocchio, Murray-Li-Sastry; [Feurstein 2021, Sec. 2.2 and 3.1]).
 
-- ``hat(xi)`` is the 4x4 matrix of a twist, ``skew(w)`` the 3x3 matrix of w x .
-- ``Ad(R, p) = [[R, p^ R], [0, R]]`` maps twists from a frame to its parent;
-  ``Ad_inv(R, p)`` is its inverse.
-- ``ad(xi) = [[w^, v^], [0, w^]]``: ``ad(a) b`` is the motion cross product a x b;
-  ``-ad(V).T @ P`` is the force cross product V x* P.
-- ``exp_se3(xi)`` is Rodrigues' formula; ``quat_to_rot`` takes Pinocchio's (x, y, z, w).
+SE(3):
+- ``skew(w)`` / ``vee3(W)``: so(3) hat and vee; ``hat(xi)`` / ``vee(X)``: se(3) hat and vee.
+- ``Ad(R, p) = [[R, p^ R], [0, R]]`` (the big adjoint A_xy, twists of y to x), ``Ad_inv``.
+- ``ad(xi) = [[w^, v^], [0, w^]]`` (the little adjoint a_nu): ``ad(a) b = motion_cross(a, b)``;
+  ``-ad(V).T @ P = force_cross(V, P)``.
+- ``exp_so3`` / ``log_so3``, ``exp_se3`` / ``log_se3`` with Taylor branches near the identity
+  (and the angle-pi branch of log_so3); ``quat_to_rot`` / ``rot_to_quat`` in Pinocchio's
+  (x, y, z, w); ``integrate`` is the group integrator on SE(3) x R^n.
 
-Batched variants take arrays whose last axes are the usual ones (``skew_b((n, 3)) -> (n, 3, 3)``).
+SE(2) (twist [v_x, v_y, w], ``S = [[0, -1], [1, 0]]``, [Feurstein 2021, Sec. 4.1]):
+- ``rot2``, ``hat2`` / ``vee2``, ``Ad2(th, o) = [[R, -S o], [0, 1]]``, ``ad2(nu) =
+  [[w S, -S v], [0, 0]]``, ``exp_se2`` / ``log_se2``, ``integrate_se2`` on SE(2) x R^n.
+
+Batched helpers take arrays whose last axes are the usual ones (``skew_b((n, 3)) -> (n, 3, 3)``,
+``cross3``, ``motion_cross``, ``force_cross``).
 """
 from __future__ import annotations
 
@@ -18,6 +26,23 @@ import numpy as np
 from ..errors import InputError
 
 QUAT_TOLERANCE = 1e-6
+TAYLOR_ANGLE = 1e-4          # below this rotation angle the series branches are exact to 1e-17
+S2 = np.array([[0.0, -1.0], [1.0, 0.0]])
+
+
+def cross3(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a x b for (..., 3) arrays (np.cross costs several times more at these sizes)."""
+    if np.ndim(a) == 1 and np.ndim(b) == 1:
+        a0, a1, a2 = a
+        b0, b1, b2 = b
+        return np.array((a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0))
+    a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
+    b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
+    out = np.empty(np.broadcast_shapes(np.shape(a), np.shape(b)))
+    out[..., 0] = a1 * b2 - a2 * b1
+    out[..., 1] = a2 * b0 - a0 * b2
+    out[..., 2] = a0 * b1 - a1 * b0
+    return out
 
 
 def skew(w) -> np.ndarray:
@@ -34,6 +59,11 @@ def skew_b(w: np.ndarray) -> np.ndarray:
     out[..., 2, 0] = -w[..., 1]
     out[..., 2, 1] = w[..., 0]
     return out
+
+
+def vee3(W: np.ndarray) -> np.ndarray:
+    """The vector of a 3x3 skew matrix (its lower-triangle entries)."""
+    return np.array([W[2, 1], W[0, 2], W[1, 0]])
 
 
 def hat(xi) -> np.ndarray:
@@ -64,24 +94,6 @@ def Ad_inv(R: np.ndarray, p: np.ndarray) -> np.ndarray:
     return out
 
 
-def Ad_b(R: np.ndarray, p: np.ndarray) -> np.ndarray:
-    """Batched Ad: R (..., 3, 3), p (..., 3) -> (..., 6, 6)."""
-    out = np.zeros(R.shape[:-2] + (6, 6))
-    out[..., :3, :3] = R
-    out[..., 3:, 3:] = R
-    out[..., :3, 3:] = skew_b(p) @ R
-    return out
-
-
-def Ad_inv_b(R: np.ndarray, p: np.ndarray) -> np.ndarray:
-    Rt = np.swapaxes(R, -1, -2)
-    out = np.zeros(R.shape[:-2] + (6, 6))
-    out[..., :3, :3] = Rt
-    out[..., 3:, 3:] = Rt
-    out[..., :3, 3:] = -Rt @ skew_b(p)
-    return out
-
-
 def ad(xi) -> np.ndarray:
     out = np.zeros((6, 6))
     W = skew(xi[3:])
@@ -93,14 +105,18 @@ def ad(xi) -> np.ndarray:
 
 def motion_cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """ad(a) b for twists stacked on the last axis."""
-    va, wa, vb, wb = a[..., :3], a[..., 3:], b[..., :3], b[..., 3:]
-    return np.concatenate([np.cross(wa, vb) + np.cross(va, wb), np.cross(wa, wb)], axis=-1)
+    out = np.empty(np.broadcast_shapes(a.shape, b.shape))
+    out[..., :3] = cross3(a[..., 3:], b[..., :3]) + cross3(a[..., :3], b[..., 3:])
+    out[..., 3:] = cross3(a[..., 3:], b[..., 3:])
+    return out
 
 
 def force_cross(V: np.ndarray, P: np.ndarray) -> np.ndarray:
     """-ad(V)^T P (the force cross product V x* P) for vectors stacked on the last axis."""
-    v, w, f, n = V[..., :3], V[..., 3:], P[..., :3], P[..., 3:]
-    return np.concatenate([np.cross(w, f), np.cross(v, f) + np.cross(w, n)], axis=-1)
+    out = np.empty(np.broadcast_shapes(V.shape, P.shape))
+    out[..., :3] = cross3(V[..., 3:], P[..., :3])
+    out[..., 3:] = cross3(V[..., :3], P[..., :3]) + cross3(V[..., 3:], P[..., 3:])
+    return out
 
 
 def rot_axis(axis: np.ndarray, angle: float) -> np.ndarray:
@@ -109,23 +125,59 @@ def rot_axis(axis: np.ndarray, angle: float) -> np.ndarray:
     return np.eye(3) + math.sin(angle) * K + (1.0 - math.cos(angle)) * (K @ K)
 
 
+def _so3_coefficients(th: float):
+    """sin(th)/th, (1 - cos th)/th^2, (th - sin th)/th^3, with their series below TAYLOR_ANGLE."""
+    if th < TAYLOR_ANGLE:
+        t2 = th * th
+        return 1.0 - t2 / 6.0, 0.5 - t2 / 24.0, 1.0 / 6.0 - t2 / 120.0
+    return math.sin(th) / th, (1.0 - math.cos(th)) / (th * th), (th - math.sin(th)) / th ** 3
+
+
 def exp_so3(w: np.ndarray) -> np.ndarray:
     th = float(np.linalg.norm(w))
-    if th < 1e-12:
-        return np.eye(3) + skew(w)
-    return rot_axis(w / th, th)
+    a, b, _ = _so3_coefficients(th)
+    W = skew(w)
+    return np.eye(3) + a * W + b * (W @ W)
+
+
+def log_so3(R: np.ndarray) -> np.ndarray:
+    """The rotation vector w with exp_so3(w) = R, |w| <= pi."""
+    c = min(1.0, max(-1.0, 0.5 * (R[0, 0] + R[1, 1] + R[2, 2] - 1.0)))
+    th = math.acos(c)
+    if th < TAYLOR_ANGLE:
+        return (1.0 + th * th / 6.0) * 0.5 * vee3(R - R.T)
+    if math.pi - th < 1e-6:
+        # near pi, (R + R^T)/2 - cos(th) I = (1 - cos th) n n^T: the axis from its largest column,
+        # the sign from the (small) skew part 2 sin(th) n
+        B = 0.5 * (R + R.T) - c * np.eye(3)
+        i = int(np.argmax(np.diag(B)))
+        n = B[:, i] / np.linalg.norm(B[:, i])
+        if float(vee3(R - R.T) @ n) < 0.0:
+            n = -n
+        return th * n
+    return th / (2.0 * math.sin(th)) * vee3(R - R.T)
 
 
 def exp_se3(xi: np.ndarray):
     """exp(hat(xi)) as (R, p)."""
     v, w = np.asarray(xi[:3], float), np.asarray(xi[3:], float)
     th = float(np.linalg.norm(w))
+    a, b, c = _so3_coefficients(th)
     W = skew(w)
-    if th < 1e-9:
-        return np.eye(3) + W, v + 0.5 * W @ v
-    R = exp_so3(w)
-    V = np.eye(3) + (1 - math.cos(th)) / th ** 2 * W + (th - math.sin(th)) / th ** 3 * (W @ W)
-    return R, V @ v
+    WW = W @ W
+    return np.eye(3) + a * W + b * WW, v + b * (W @ v) + c * (WW @ v)
+
+
+def log_se3(R: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """The twist xi with exp_se3(xi) = (R, p)."""
+    w = log_so3(R)
+    th = float(np.linalg.norm(w))
+    if th < TAYLOR_ANGLE:
+        k = 1.0 / 12.0 + th * th / 720.0
+    else:
+        k = (1.0 - th * math.sin(th) / (2.0 * (1.0 - math.cos(th)))) / (th * th)
+    W = skew(w)
+    return np.concatenate([p - 0.5 * (W @ p) + k * (W @ (W @ p)), w])
 
 
 def quat_to_rot(quat_xyzw) -> np.ndarray:
@@ -191,4 +243,68 @@ def integrate(q: np.ndarray, v: np.ndarray, dt: float) -> np.ndarray:
     norm = math.sqrt(nx * nx + ny * ny + nz * nz + nw * nw)
     out[3], out[4], out[5], out[6] = nx / norm, ny / norm, nz / norm, nw / norm
     out[7:] += v[6:] * dt
+    return out
+
+
+def rot2(th: float) -> np.ndarray:
+    """R(th) = cos(th) I + sin(th) S."""
+    c, s = math.cos(th), math.sin(th)
+    return np.array([[c, -s], [s, c]])
+
+
+def hat2(nu) -> np.ndarray:
+    """se(2) twist [v_x, v_y, w] -> 3x3 matrix [[w S, v], [0, 0]]."""
+    return np.array([[0.0, -nu[2], nu[0]], [nu[2], 0.0, nu[1]], [0.0, 0.0, 0.0]])
+
+
+def vee2(X: np.ndarray) -> np.ndarray:
+    return np.array([X[0, 2], X[1, 2], X[1, 0]])
+
+
+def Ad2(th: float, o) -> np.ndarray:
+    """A_xy = [[R_xy, -S o_xy], [0, 1]] for H_xy = (R(th), o) [Feurstein 2021, Sec. 2.2]."""
+    out = np.eye(3)
+    out[:2, :2] = rot2(th)
+    out[:2, 2] = -S2 @ np.asarray(o, float)
+    return out
+
+
+def ad2(nu) -> np.ndarray:
+    """a_nu = [[w S, -S v], [0, 0]]: ad2(a) b is the planar motion cross product."""
+    out = np.zeros((3, 3))
+    out[:2, :2] = nu[2] * S2
+    out[:2, 2] = -S2 @ np.asarray(nu[:2], float)
+    return out
+
+
+def _se2_coefficients(th: float):
+    """sin(th)/th and (1 - cos th)/th with their series below TAYLOR_ANGLE."""
+    if abs(th) < TAYLOR_ANGLE:
+        return 1.0 - th * th / 6.0, th / 2.0 - th ** 3 / 24.0
+    return math.sin(th) / th, (1.0 - math.cos(th)) / th
+
+
+def exp_se2(nu) -> tuple:
+    """exp(hat2(nu)) as (th, o)."""
+    a, b = _se2_coefficients(float(nu[2]))
+    V = a * np.eye(2) + b * S2
+    return float(nu[2]), V @ np.asarray(nu[:2], float)
+
+
+def log_se2(th: float, o) -> np.ndarray:
+    """The twist nu with exp_se2(nu) = (th, o), th wrapped to (-pi, pi]."""
+    th = math.atan2(math.sin(th), math.cos(th))
+    a, b = _se2_coefficients(th)
+    V = a * np.eye(2) + b * S2
+    return np.concatenate([np.linalg.solve(V, np.asarray(o, float)), [th]])
+
+
+def integrate_se2(q: np.ndarray, v: np.ndarray, dt: float) -> np.ndarray:
+    """q (+) v dt on SE(2) x R^n with q = [x, y, th, joints] and v = [body twist (3), rates]:
+    H <- H exp(hat2(v_b) dt), joints by Euler."""
+    th, do = exp_se2(np.asarray(v[:3], float) * dt)
+    out = np.array(q, float)
+    out[:2] += rot2(q[2]) @ do
+    out[2] += th
+    out[3:] += np.asarray(v[3:], float) * dt
     return out

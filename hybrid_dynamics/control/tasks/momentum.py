@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..model_update import skew
+from ...dynamics.lie import skew
 from .base import Task
 
 
