@@ -1,13 +1,19 @@
-"""``hybrid-dynamics bench controller [--robot R] [--json]``.
+"""``hybrid-dynamics bench controller [--robot R] [--workload W] [--json]``.
 
 The full control cycle of :class:`~hybrid_dynamics.control.WholeBodyController` (one
-Pinocchio pass, QP build, solve, torque and actuator mapping: one ``update`` call) over a
-standing sway (joints oscillating around the standing pose, CoM reference circling, every
-contact in stance): p50, p99 and max. In the same run TSID 1.7.1 solves the same problem
-(same robot, contacts, tasks, weights, gains, limits and states; see
-:mod:`hybrid_dynamics.control.tsid_peer`) in its own environment (``make tsid-venv``), and the
-command prints TSID's percentiles, the ratio of the p50s (ours / TSID) and the largest torque
-difference between the two. ``hybrid_biped`` (closed chains) has no TSID counterpart.
+Pinocchio pass, QP build, solve, torque and actuator mapping: one ``update`` call) over two
+workloads per robot (:mod:`hybrid_dynamics.control.tsid_peer.workloads`): ``sway`` (standing,
+every contact down, little active) and ``walk`` (the demo's gait: swing feet, stance feet
+pushed onto their friction pyramids, torque limits scaled so that they bind at the peaks).
+For each: p50, p99 and max, how many cycles ended with an active inequality, how many took
+the solver's equality-only shortcut, fallbacks. Closed chains are timed only on states whose
+loops are closed: the closure residual is checked (<= 1e-10) before timing.
+
+In the same run TSID 1.7.1 solves the same problems (same robot, stance, tasks, weights,
+gains, limits and states; :mod:`hybrid_dynamics.control.tsid_peer`) in its own environment
+(``make tsid-venv``) with its default solver (``HQuadProg``) and its fastest
+(``HQuadProgFast``): their percentiles, the ratios ours / TSID of the p50s and p99s, and the
+largest torque difference. ``hybrid_biped`` (closed chains) has no TSID counterpart.
 """
 from __future__ import annotations
 
@@ -19,12 +25,14 @@ import numpy as np
 
 from ..control import WholeBodyController
 from ..control import tsid_peer as tp
+from ..control.tsid_peer import workloads as wl
 from ..errors import InputError
 from ..model.robot import load_robot
 
 COMMAND = ("bench", "controller")
 HELP = "time the whole-body QP controller's full cycle, and TSID on the same problem"
 ROBOTS = ("jethexa", "solo12", "talos", "hybrid_biped")
+CLOSURE_TOL = 1e-10          # closed chains are timed only on states whose loops are closed
 
 
 def add_arguments(parser) -> None:
@@ -32,29 +40,42 @@ def add_arguments(parser) -> None:
                         help=f"robot(s) to time (repeatable; default: {', '.join(ROBOTS)})")
     parser.add_argument("--cycles", type=int, default=2000, help="control cycles per robot (default 2000)")
     parser.add_argument("--solver", choices=("proxsuite", "osqp"), default="proxsuite")
+    parser.add_argument("--workload", action="append", choices=wl.WORKLOADS, default=None,
+                        help="workload(s) (repeatable; default: both)")
     parser.add_argument("--no-tsid", action="store_true", help="skip the TSID peer")
     parser.add_argument("--json", action="store_true", help="print JSON")
 
 
-def _states(robot, cycles):
-    if robot.loops is None:
-        return tp.sway_states(robot, cycles)
-    # closed chains: the standing pose (loops closed) with the CoM reference circling
-    return [(q, np.zeros(robot.nv), c) for q, _, c in tp.sway_states(robot, cycles, amplitude=0.0)]
+def _workload(robot, name: str, cycles: int):
+    """The samples of a workload and the controller overrides it runs with; closed chains
+    only on states whose loops are closed (checked here, before anything is timed)."""
+    samples = wl.workload(robot, name, cycles)
+    residual = wl.closure_residual(robot, samples)
+    if residual > CLOSURE_TOL:
+        raise InputError(f"{robot.name} {name}: a benchmark state has its loops open by {residual:.1e}")
+    overrides = dict(tp.SAME_PROBLEM)
+    scale = None
+    if name == "walk":             # torque limits that bind at the most loaded joint's peaks
+        scale = tp.binding_torque_scale(robot, samples, overrides)
+        overrides["limits"] = {"torque_scale": scale}
+    return samples, overrides, residual, scale
 
 
-def bench_robot(name: str, cycles: int, solver: str, tsid: bool) -> dict:
-    robot = load_robot(name)
-    overrides = dict(tp.SAME_PROBLEM, solver=solver)
-    ctrl = WholeBodyController(robot, overrides)
-    states = _states(robot, cycles)
-    tp.run_ours(ctrl, states[: min(200, cycles)])                  # warm-up (caches, layouts)
-    ours = tp.run_ours(ctrl, states)
-    result = {"robot": name, "nv": robot.nv, "contacts": len(ctrl.formulation.contacts),
-              "solver": solver, "cycles": cycles,
-              "ours": {**{k: round(v, 4) for k, v in tp.percentiles(ours["times"]).items()},
-                       "fallbacks": ours["fallbacks"], "infeasible": ctrl.stats["infeasible"],
-                       "kkt_shortcuts": getattr(ctrl.solver, "shortcuts", None)}}
+def _figures(times, run=None) -> dict:
+    out = {k: round(v, 4) for k, v in tp.percentiles(times).items()}
+    if run is not None:
+        out.update(fallbacks=run["fallbacks"], active_cycles=run["active_cycles"], shortcuts=run["shortcuts"])
+    return out
+
+
+def bench_workload(robot, workload: str, cycles: int, solver: str, tsid: bool) -> dict:
+    samples, overrides, residual, scale = _workload(robot, workload, cycles)
+    ctrl = WholeBodyController(robot, dict(overrides, solver=solver))
+    tp.run_ours(ctrl, samples[: min(200, cycles)])                 # warm-up (caches, layouts)
+    ours = tp.run_ours(ctrl, samples)
+    result = {"workload": workload, "cycles": cycles, "closure_residual": residual,
+              "torque_scale": scale, "stance_patterns": len({s.stance for s in samples}),
+              "ours": {**_figures(ours["times"], ours), "infeasible": ctrl.stats["infeasible"]}}
     if not tsid:
         return result
     if robot.loops is not None:
@@ -63,15 +84,24 @@ def bench_robot(name: str, cycles: int, solver: str, tsid: bool) -> dict:
     if tp.tsid_python() is None:
         result["tsid"] = {"skipped": "TSID environment missing: make tsid-venv"}
         return result
-    peer = tp.run_peer(tp.problem(robot, ctrl, states))
-    result["tsid"] = {**{k: round(v, 4) for k, v in tp.percentiles(peer["times"]).items()},
-                      "failed_solves": int(sum(1 for s in peer["status"] if s != 0)),
-                      "variables": peer["nvar"], "equalities": peer["neq"], "inequalities": peer["nin"]}
-    result["ratio_p50"] = round(result["ours"]["p50_ms"] / result["tsid"]["p50_ms"], 2)
-    diff = np.abs(np.array(ours["tau"]) - np.array(peer["tau"]))
-    result["torque_max_abs_diff"] = float(diff.max())
-    result["torque_max_abs"] = float(np.abs(np.array(peer["tau"])).max())
+    result["tsid"] = {}
+    for name in tp.TSID_SOLVERS:
+        peer = tp.run_peer(tp.problem(robot, ctrl, samples, solver=name))
+        fig = _figures(peer["times"])
+        diff = np.abs(np.array(ours["tau"]) - np.array(peer["tau"]))
+        result["tsid"][name] = {**fig, "failed_solves": int(sum(1 for s in peer["status"] if s != 0)),
+                                "variables": peer["nvar"], "equalities": peer["neq"], "inequalities": peer["nin"],
+                                "ratio_p50": round(result["ours"]["p50_ms"] / fig["p50_ms"], 2),
+                                "ratio_p99": round(result["ours"]["p99_ms"] / fig["p99_ms"], 2),
+                                "torque_max_abs_diff": float(diff.max()),
+                                "torque_max_abs": float(np.abs(np.array(peer["tau"])).max())}
     return result
+
+
+def bench_robot(name: str, cycles: int, solver: str, tsid: bool, workloads=wl.WORKLOADS) -> dict:
+    robot = load_robot(name)
+    return {"robot": name, "nv": robot.nv, "contacts": len(robot.contacts), "solver": solver,
+            "workloads": {w: bench_workload(robot, w, cycles, solver, tsid) for w in workloads}}
 
 
 def _one_thread_one_core() -> None:
@@ -94,19 +124,23 @@ def run(args) -> int:
         _one_thread_one_core()
     if args.cycles < 10:
         raise InputError("--cycles must be at least 10")
-    results = [bench_robot(n, args.cycles, args.solver, not args.no_tsid) for n in names]
+    results = [bench_robot(n, args.cycles, args.solver, not args.no_tsid, args.workload or wl.WORKLOADS)
+               for n in names]
     if args.json:
         print(json.dumps(results if len(results) > 1 else results[0], indent=2))
         return 0
     for r in results:
-        o = r["ours"]
-        line = (f"{r['robot']:>12} ({r['solver']}): p50 {o['p50_ms']:.3f} ms  p99 {o['p99_ms']:.3f} ms  "
-                f"max {o['max_ms']:.3f} ms  >1ms {100 * o['over_1ms']:.1f}%  fallbacks {o['fallbacks']}")
-        t = r.get("tsid")
-        if t and "p50_ms" in t:
-            line += (f" | TSID p50 {t['p50_ms']:.3f} ms p99 {t['p99_ms']:.3f} ms | ratio {r['ratio_p50']:.2f}"
-                     f" | max |dtau| {r['torque_max_abs_diff']:.2e} N m")
-        elif t:
-            line += f" | TSID: {t['skipped']}"
-        print(line)
+        for w, b in r["workloads"].items():
+            o = b["ours"]
+            print(f"{r['robot']:>12} {w:>5} ({r['solver']}): p50 {o['p50_ms']:.3f} ms  p99 {o['p99_ms']:.3f} ms  "
+                  f"max {o['max_ms']:.3f} ms | active inequality in {o['active_cycles']}/{b['cycles']} cycles, "
+                  f"shortcut in {o['shortcuts']}, fallbacks {o['fallbacks']}"
+                  + (f", closure {b['closure_residual']:.0e}" if b["closure_residual"] else ""))
+            t = b.get("tsid", {})
+            if "skipped" in t:
+                print(f"{'':>19} TSID: {t['skipped']}")
+            for name, f in t.items() if "skipped" not in t else ():
+                print(f"{'':>19} TSID {name:<13} p50 {f['p50_ms']:.3f} ms  p99 {f['p99_ms']:.3f} ms | "
+                      f"ours/TSID p50 {f['ratio_p50']:.2f}  p99 {f['ratio_p99']:.2f} | "
+                      f"max |dtau| {f['torque_max_abs_diff']:.1e} of {f['torque_max_abs']:.1f}")
     return 0

@@ -69,6 +69,7 @@ class WholeBodyController:
         self.stats = {"cycles": 0, "fallbacks": 0, "infeasible": 0, "relaxed": 0}
         self._warm = None
         self._last = None
+        self.last_problem = self.last_solution = None    # the last solved QP and its x
         self.formulation = None
         self._install(morphology_map)
 
@@ -185,6 +186,7 @@ class WholeBodyController:
             return self._fallback(q, v, t0, solve_time, "non-finite solution", infeasible=infeasible)
         point_forces, contact_forces = self._forces(lay, forces)
         self._last = (dv, point_forces)
+        self.last_problem, self.last_solution = lay, x
         return ControlOutput(
             tau=dict(zip(f.joints.names, tau.tolist())), actuator_forces=self._actuator_forces(tau),
             contact_forces=contact_forces, dv=dv, status=res.status + ("+slack" if relaxed else ""),

@@ -7,10 +7,14 @@ tsid-venv``) and returns TSID's cycle times, torques and accelerations. :func:`r
 runs our :class:`~hybrid_dynamics.control.WholeBodyController` on the very same states,
 tasks and weights, so that timings and torques can be compared one to one.
 
-The shared problem: all contacts in stance (points, or TALOS's 4-corner soles as TSID's
-``Contact6d``), CoM task, base orientation task (TSID: SE3 task masked to its angular part),
+The shared problem, per sample of a workload (:mod:`.workloads`): the sample's stance
+contacts (points, or TALOS's 4-corner soles as TSID's ``Contact6d``; TSID removes and adds
+its rigid contacts when the stance changes, inside the timed cycle), CoM task (position,
+velocity and acceleration reference), base orientation task (TSID: SE3 task masked to its
+angular part), swing-foot tasks on the feet in the air (TSID: SE3 task in the world-aligned
+frame, position gains on the linear part only, damping on all six: our swing-foot task),
 posture task towards the standing pose, force regularisation towards an equal share of the
-weight, torque limits and joint position/velocity/acceleration limits. TSID's friction
+weight over the stance points, torque limits and joint position/velocity/acceleration limits. TSID's friction
 pyramid is 4 facets along the contact x and y axes with mu itself (the outer
 approximation); it regularises a point force with weights (1, 1, 1e-3), a sole's 6D wrench
 in the sole frame with weights (1, 1, 1e-3, 2, 2, 2), and adds 1e-8 to the Hessian:
@@ -31,6 +35,9 @@ import numpy as np
 import pinocchio as pin
 
 from ...errors import InputError
+from ..references import OrientationTarget, References, Target
+from ..controller import WholeBodyController
+from .workloads import Sample
 
 PEER = Path(__file__).with_name("peer.py")
 SAME_PROBLEM = {"contacts": {"cone_facets": 4, "cone_approximation": "outer"},
@@ -59,43 +66,10 @@ def base_frame(model: pin.Model) -> str:
     raise InputError("no body frame on the floating base")
 
 
-def sway_states(robot, cycles: int, dt: float = 0.001, amplitude: float = 0.02, seed: int = 0):
-    """A standing sway: joints oscillate around the standing pose (kept 0.01 rad inside their
-    limits, where they then stand still), the CoM reference circles. Legs ending in a sole
-    (surface contact) keep their standing angles, so the soles stay flat on the ground: TSID
-    takes a sole's friction cone about the sole's normal, we about the ground's."""
-    m = robot.model
-    still = np.zeros(m.nv - 6, bool)
-    surfaces = {c.frame for c in robot.contacts if c.kind == "surface"}
-    for leg in robot.legs:
-        if leg.contact_frame in surfaces:
-            for j in leg.joints:
-                still[m.joints[j].idx_v - 6] = True
-    lo = m.lowerPositionLimit[7:] + 0.01
-    hi = m.upperPositionLimit[7:] - 0.01
-    rng = np.random.default_rng(seed)
-    phase = rng.uniform(0, 2 * np.pi, m.nv - 6)
-    w = 2 * np.pi * 0.5
-    d = m.createData()
-    q0 = robot.q_stand.copy()
-    pin.centerOfMass(m, d, q0)
-    c0 = d.com[0].copy()
-    states = []
-    for k in range(cycles):
-        t = k * dt
-        q = q0.copy()
-        v = np.zeros(m.nv)
-        q[7:] += np.where(still, 0.0, amplitude * np.sin(w * t + phase))
-        v[6:] = np.where(still, 0.0, amplitude * w * np.cos(w * t + phase))
-        out = (q[7:] < lo) | (q[7:] > hi)
-        q[7:] = np.clip(q[7:], lo, hi)
-        v[6:][out] = 0.0
-        com = c0 + 0.01 * np.array([np.cos(w * t), np.sin(w * t), 0.0])
-        states.append((q, v, com))
-    return states
+TSID_SOLVERS = ("HQuadProg", "HQuadProgFast")     # TSID's default (eiquadprog) and its fastest
 
 
-def problem(robot, controller, states, repeat: int = 1) -> Dict:
+def problem(robot, controller, states, repeat: int = 1, solver: str = "HQuadProgFast") -> Dict:
     """The JSON problem for the peer, with our controller's weights, gains and limits."""
     if robot.loops is not None:
         raise InputError(f"{robot.name} has closed loops: TSID has no loop-closure formulation here")
@@ -103,13 +77,9 @@ def problem(robot, controller, states, repeat: int = 1) -> Dict:
     f = controller.formulation
     js = f.joints
     contacts = []
-    n_points = sum(c.n_points for c in f.contacts)
-    share = controller.formulation.state.mass * 9.81 / n_points    # our default force reference
     for c in f.contacts:
-        ref = [0.0, 0.0, share] if c.kind == "point" else [0.0, 0.0, share * c.n_points, 0.0, 0.0, 0.0]
         contacts.append({"frame": c.frame, "kind": c.kind, "points": c.points.tolist(),
-                         "force_reference": ref,
-                         "normal": c.normal.tolist(), "mu": c.friction,
+                         "n_points": c.n_points, "normal": c.normal.tolist(), "mu": c.friction,
                          "fmin": c.min_normal_force * (c.n_points if c.kind == "surface" else 1),
                          "fmax": c.max_normal_force * (c.n_points if c.kind == "surface" else 1)})
     lc = cfg["limits"]
@@ -125,8 +95,12 @@ def problem(robot, controller, states, repeat: int = 1) -> Dict:
         if lc["joints"] else None,
         "base_rotation": np.eye(3).tolist(),
         "posture_ref": js.q_ref.tolist(),
-        "states": [{"q": q.tolist(), "v": v.tolist(), "com": c.tolist()} for q, v, c in states],
-        "repeat": repeat,
+        "swing_foot": cfg["tasks"]["swing_foot"],
+        "weight": f.state.mass * 9.81,
+        "states": [{"q": s.q.tolist(), "v": s.v.tolist(), "com": [x.tolist() for x in s.com],
+                    "stance": list(s.stance),
+                    "swing": {k: [x.tolist() for x in t] for k, t in s.swing.items()}} for s in states],
+        "repeat": repeat, "solver": solver,
     }
 
 
@@ -143,30 +117,53 @@ def run_peer(prob: Dict, timeout: float = 300.0) -> Dict:
     return json.loads(proc.stdout)
 
 
-def references_for(com):
-    from ..references import OrientationTarget, References, Target
-    return References(com=Target(com), base_orientation=OrientationTarget([0, 0, 0, 1]))
+def references_for(sample: Sample) -> References:
+    """The controller's references of a workload sample: CoM, level base, swing feet."""
+    return References(com=Target(*sample.com), base_orientation=OrientationTarget([0, 0, 0, 1]),
+                      swing_feet={f: Target(*t) for f, t in sample.swing.items()})
 
 
-def run_ours(controller, states, repeat: int = 1) -> Dict:
-    """Our controller on the peer's problem: all contacts in stance."""
-    stance = {c.frame: True for c in controller.formulation.contacts}
-    refs = [references_for(c) for _, _, c in states]
-    times, taus, dvs, fallbacks = [], [], [], 0
+def active_rows(problem, x, tol: float = 1e-7) -> int:
+    """Inequality rows of a solved QP at one of their bounds (rows with l == u left out)."""
+    cx = problem.C @ x
+    return int(np.count_nonzero(((cx <= problem.l + tol) | (cx >= problem.u - tol)) & (problem.l < problem.u)))
+
+
+def run_ours(controller, samples: List[Sample], repeat: int = 1) -> Dict:
+    """Our controller on the peer's problem, sample by sample (stance from the sample). Also
+    counts, outside the timed call, the cycles whose solution has an active inequality."""
+    frames = [c.frame for c in controller.robot.contacts]
+    stances = [dict(zip(frames, s.stance)) for s in samples]
+    refs = [references_for(s) for s in samples]
+    shortcuts0 = getattr(controller.solver, "shortcuts", 0)
+    times, taus, dvs, fallbacks, active = [], [], [], 0, 0
     for rep in range(repeat):
         times = []
-        for (q, v, _), r in zip(states, refs):
+        for s, stance, r in zip(samples, stances, refs):
             t0 = time.perf_counter()
-            out = controller.update(q, v, stance, r)
+            out = controller.update(s.q, s.v, stance, r)
             times.append(time.perf_counter() - t0)
             if rep == repeat - 1:
                 taus.append(out.tau_vector.tolist())
                 dvs.append(out.dv.tolist())
                 fallbacks += int(out.fallback)
-    return {"times": times, "tau": taus, "dv": dvs, "fallbacks": fallbacks}
+                if not out.fallback:
+                    active += active_rows(controller.last_problem, controller.last_solution) > 0
+    return {"times": times, "tau": taus, "dv": dvs, "fallbacks": fallbacks, "active_cycles": int(active),
+            "shortcuts": getattr(controller.solver, "shortcuts", 0) - shortcuts0}
 
 
 def percentiles(times: List[float]) -> Dict[str, float]:
     t = np.asarray(times) * 1e3
     return {"p50_ms": float(np.percentile(t, 50)), "p99_ms": float(np.percentile(t, 99)),
             "max_ms": float(t.max()), "over_1ms": float(np.mean(t > 1.0))}
+
+
+def binding_torque_scale(robot, samples: List[Sample], overrides: dict, over: float = 1.15) -> float:
+    """The scale of the URDF torque limits at which the most loaded joint's peak torque over
+    ``samples`` (controller without torque limits) is ``over`` times its limit."""
+    free = dict(overrides, limits={**overrides.get("limits", {}), "torque": False})
+    ctrl = WholeBodyController(robot, free)
+    tau = np.abs(np.array(run_ours(ctrl, samples)["tau"]))
+    ratio = tau.max(axis=0) / ctrl.formulation.joints.tau_max
+    return float(ratio.max() / over)

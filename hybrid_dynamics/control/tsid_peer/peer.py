@@ -7,10 +7,12 @@ Run with the TSID environment's Python (``make tsid-venv``: ``tsid==1.7.1`` with
 
 The problem (written by :func:`hybrid_dynamics.control.tsid_peer.problem`) names the URDF,
 the contact frames (point or 4-corner surface, normal, friction, normal-force bounds), the
-task weights and gains (CoM, base orientation, posture, force regularisation), torque and
-joint limits, and a sequence of states (q, v) with the CoM reference of each. The result
-holds the time of every cycle (``computeProblemData`` + ``solve`` + ``getActuatorForces``, the
-whole TSID cycle) and the torques, accelerations and forces of every cycle.
+task weights and gains (CoM, base orientation, swing feet, posture, force regularisation),
+torque and joint limits, TSID's solver (``HQuadProg``, its default, or ``HQuadProgFast``), and
+a sequence of states (q, v) with the stance pattern, CoM and swing-foot references of each.
+The result holds the time of every cycle (contact and swing-task changes +
+``computeProblemData`` + ``solve`` + ``getActuatorForces``, the whole TSID cycle) and the
+torques and accelerations of every cycle.
 
 Traps (DESIGN.md): import TSID as ``from tsid import tsid_pywrap as tsid``; keep every
 trajectory sample handed to ``setReference`` alive in a variable.
@@ -29,12 +31,14 @@ def main() -> int:
     robot = tsid.RobotWrapper(P["urdf"], [], pin.JointModelFreeFlyer(), False)
     model = robot.model()
     nv = model.nv
-    states = [(np.array(s["q"]), np.array(s["v"]), np.array(s["com"])) for s in P["states"]]
-    q0, v0, _ = states[0]
+    states = [(np.array(s["q"]), np.array(s["v"]), [np.array(x) for x in s["com"]], s["stance"],
+               {f: [np.array(x) for x in t] for f, t in s["swing"].items()}) for s in P["states"]]
+    q0, v0 = states[0][0], states[0][1]
     invdyn = tsid.InverseDynamicsFormulationAccForce("tsid", robot, False)
     invdyn.computeProblemData(0.0, q0, v0)
     data = invdyn.data()
     keep = []                                       # every object TSID references stays alive
+    contacts, force_refs = [], []
     for c in P["contacts"]:
         normal = np.array(c["normal"])
         if c["kind"] == "surface":
@@ -50,10 +54,7 @@ def main() -> int:
             contact.useLocalFrame(False)
         H_ref = robot.framePosition(data, model.getFrameId(c["frame"]))
         contact.setReference(H_ref)
-        f_ref = np.array(c["force_reference"])      # 3 (point) or 6 (wrench, sole frame)
-        contact.setForceReference(f_ref)
-        keep.append(f_ref)
-        invdyn.addRigidContact(contact, P["force_regularization"])
+        contacts.append(contact)
         keep += [contact, H_ref]
     T = P["tasks"]
     com = tsid.TaskComEquality("com", robot)
@@ -70,6 +71,16 @@ def main() -> int:
     posture.setKd(T["posture"]["kd"] * np.ones(nv - 6))
     invdyn.addMotionTask(posture, T["posture"]["weight"], 1, 0.0)
     keep += [com, base, posture]
+    # swing feet: world-aligned SE3 tasks, position gains on the linear part (our swing-foot task)
+    sw, swing_tasks = P["swing_foot"], []
+    for c in P["contacts"]:
+        task = tsid.TaskSE3Equality("swing_" + c["frame"], robot, c["frame"])
+        task.useLocalFrame(False)
+        task.setKp(sw["kp"] * np.array([1, 1, 1, 0, 0, 0.0]))
+        task.setKd(sw["kd"] * np.ones(6))
+        task.setMask(np.ones(6) if c["kind"] == "surface" else np.array([1, 1, 1, 0, 0, 0.0]))
+        swing_tasks.append(task)
+    keep += swing_tasks
     if P.get("tau_max") is not None:
         act = tsid.TaskActuationBounds("torque_bounds", robot)
         tmax = np.array(P["tau_max"])
@@ -84,7 +95,7 @@ def main() -> int:
         bounds.setAccelerationBounds(jb["a_max"] * np.ones(nv - 6))
         invdyn.addMotionTask(bounds, 1.0, 0, 0.0)
         keep.append(bounds)
-    # references: base orientation and posture fixed, CoM per state
+    # references: base orientation and posture fixed, CoM, forces and swing feet per state
     base_ref = pin.SE3(np.array(P["base_rotation"]), np.zeros(3))
     base_sample = tsid.TrajectorySample(12, 6)
     base_sample.value(np.concatenate([np.zeros(3), base_ref.rotation.flatten(order="F")]))
@@ -96,23 +107,55 @@ def main() -> int:
     posture_sample.derivative(np.zeros(nv - 6))
     posture_sample.second_derivative(np.zeros(nv - 6))
     posture.setReference(posture_sample)
-    com_samples = []
-    for _, _, c in states:
+    com_samples, swing_samples = [], []
+    for _, _, c, stance, swing in states:
         s = tsid.TrajectorySample(3)
-        s.value(c)
-        s.derivative(np.zeros(3))
-        s.second_derivative(np.zeros(3))
+        s.value(c[0])
+        s.derivative(c[1])
+        s.second_derivative(c[2])
         com_samples.append(s)
-    keep += [base_sample, posture_sample, com_samples]
-    solver = tsid.SolverHQuadProgFast("qp")
+        share = P["weight"] / sum(k["n_points"] for k, down in zip(P["contacts"], stance) if down)
+        force_refs.append([np.array([0.0, 0.0, share]) if k["kind"] == "point"
+                           else np.array([0.0, 0.0, share * k["n_points"], 0.0, 0.0, 0.0])
+                           for k in P["contacts"]])
+        per = {}
+        for frame, (pos, vel, acc) in swing.items():
+            ts = tsid.TrajectorySample(12, 6)
+            ts.value(np.concatenate([pos, np.eye(3).flatten(order="F")]))
+            ts.derivative(np.concatenate([vel, np.zeros(3)]))
+            ts.second_derivative(np.concatenate([acc, np.zeros(3)]))
+            per[frame] = ts
+        swing_samples.append(per)
+    keep += [base_sample, posture_sample, com_samples, swing_samples, force_refs]
+    solver = getattr(tsid, "Solver" + P.get("solver", "HQuadProgFast"))("qp")
     solver.resize(invdyn.nVar, invdyn.nEq, invdyn.nIn)
-    times, taus, dvs, statuses, forces = [], [], [], [], []
+    weight_f = P["force_regularization"]
+    down = [False] * len(contacts)                  # contacts currently in TSID's problem
+    swinging = [False] * len(contacts)
+    times, taus, dvs, statuses = [], [], [], []
     repeat = int(P.get("repeat", 1))
     for rep in range(repeat):
         times = []
-        for k, (q, v, _c) in enumerate(states):
+        for k, (q, v, _c, stance, swing) in enumerate(states):
             com.setReference(com_samples[k])
             t0 = time.perf_counter()
+            for i, (contact, c) in enumerate(zip(contacts, P["contacts"])):
+                if stance[i] and not down[i]:
+                    if swinging[i]:
+                        invdyn.removeTask(swing_tasks[i].name, 0.0)
+                        swinging[i] = False
+                    invdyn.addRigidContact(contact, weight_f)
+                    down[i] = True
+                elif not stance[i] and down[i]:
+                    invdyn.removeRigidContact(c["frame"], 0.0)
+                    down[i] = False
+                if stance[i]:
+                    contact.setForceReference(force_refs[k][i])
+                elif c["frame"] in swing:
+                    swing_tasks[i].setReference(swing_samples[k][c["frame"]])
+                    if not swinging[i]:
+                        invdyn.addMotionTask(swing_tasks[i], sw["weight"], 1, 0.0)
+                        swinging[i] = True
             hqp = invdyn.computeProblemData(0.0, q, v)
             sol = solver.solve(hqp)
             tau = invdyn.getActuatorForces(sol)
@@ -120,9 +163,8 @@ def main() -> int:
             if rep == repeat - 1:
                 taus.append(tau.tolist())
                 dvs.append(invdyn.getAccelerations(sol).tolist())
-                forces.append(invdyn.getContactForces(sol).tolist())
                 statuses.append(int(sol.status))
-    json.dump({"times": times, "tau": taus, "dv": dvs, "status": statuses, "forces": forces,
+    json.dump({"times": times, "tau": taus, "dv": dvs, "status": statuses,
                "nvar": invdyn.nVar, "neq": invdyn.nEq, "nin": invdyn.nIn}, sys.stdout)
     return 0
 
