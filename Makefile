@@ -19,7 +19,7 @@ export MPLBACKEND := Agg
 
 PACKAGES := ros-jazzy-rclpy ros-jazzy-sensor-msgs ros-jazzy-std-msgs ros-jazzy-geometry-msgs \
 	ros-jazzy-nav-msgs ros-jazzy-visualization-msgs ros-jazzy-diagnostic-msgs \
-	ros-jazzy-std-srvs ros-jazzy-rmw-fastrtps-cpp pin osqp proxsuite "mujoco<4" \
+	ros-jazzy-std-srvs ros-jazzy-rmw-fastrtps-cpp pin osqp proxsuite daqp "mujoco<4" \
 	example-robot-data rosbags matplotlib numpy scipy pyyaml pytest pytest-timeout hypothesis catkin_pkg \
 	colcon-core colcon-ros colcon-package-selection
 

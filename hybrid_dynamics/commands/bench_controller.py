@@ -25,6 +25,7 @@ import numpy as np
 
 from ..control import WholeBodyController
 from ..control import tsid_peer as tp
+from ..control.solvers import SOLVERS
 from ..control.tsid_peer import workloads as wl
 from ..errors import InputError
 from ..model.robot import load_robot
@@ -39,7 +40,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--robot", action="append", default=None,
                         help=f"robot(s) to time (repeatable; default: {', '.join(ROBOTS)})")
     parser.add_argument("--cycles", type=int, default=2000, help="control cycles per robot (default 2000)")
-    parser.add_argument("--solver", choices=("proxsuite", "osqp"), default="proxsuite")
+    parser.add_argument("--solver", choices=SOLVERS, default="proxsuite",
+                        help="our QP backend (default proxsuite)")
     parser.add_argument("--workload", action="append", choices=wl.WORKLOADS, default=None,
                         help="workload(s) (repeatable; default: both)")
     parser.add_argument("--no-tsid", action="store_true", help="skip the TSID peer")

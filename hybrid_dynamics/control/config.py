@@ -19,7 +19,7 @@ from ..paths import config_dir
 # multipliers of squared accelerations (m/s^2, rad/s^2) or forces (N); gains in 1/s^2 (kp)
 # and 1/s (kd); forces in N; times in s.
 DEFAULTS: Dict[str, Any] = {
-    "solver": "proxsuite",            # proxsuite (dense) | osqp (sparse, fixed pattern)
+    "solver": "proxsuite",            # proxsuite (dense) | daqp (dense active set) | osqp (sparse)
     "dt": 0.001,                      # control period: joint limits -> acceleration bounds
     "regularization": 1e-6,           # weight on ||dv||^2 (keeps the Hessian definite)
     "solver_settings": {"eps_abs": 1e-7, "max_iter": 1000, "max_iter_in": 1500,
@@ -88,8 +88,8 @@ def controller_config(robot_name: Optional[str] = None, overrides: Optional[dict
             _merge(config, doc.data, str(path), doc)
     if overrides:
         _merge(config, copy.deepcopy(overrides), "controller overrides")
-    if config["solver"] not in ("osqp", "proxsuite"):
-        raise InputError(f"solver '{config['solver']}' is not osqp or proxsuite", field="solver")
+    if config["solver"] not in ("osqp", "proxsuite", "daqp"):
+        raise InputError(f"solver '{config['solver']}' is not proxsuite, daqp or osqp", field="solver")
     if config["contacts"]["cone_approximation"] not in ("inner", "outer"):
         raise InputError("cone_approximation must be inner or outer", field="contacts.cone_approximation")
     if int(config["contacts"]["cone_facets"]) < 3:

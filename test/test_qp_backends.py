@@ -1,0 +1,58 @@
+"""Every QP backend (``solver``: proxsuite, daqp, osqp) on states whose constraints are active
+(the walking workload of the benchmark: stance changes, stance forces on their friction
+pyramids, torque limits scaled so that they bind at the peaks): each solution satisfies the
+floating-base equation (Pinocchio's RNEA and frame Jacobians, computed in the test) to 1e-9,
+the pyramids and limits to the solver's tolerance, and the dense backends agree with each
+other to 1e-6 on the states with an active inequality."""
+import numpy as np
+import pytest
+
+from hybrid_dynamics.control import WholeBodyController
+from hybrid_dynamics.control import tsid_peer as tp
+from hybrid_dynamics.control.tsid_peer import workloads as wl
+from test_qp_formulation import independent_check, robot
+
+# backend -> (absolute tolerance asked, cone / limit tolerance checked, agreement with proxsuite)
+# OSQP (first order, fixed sparse layout) meets the physics checks but stops 1e-2 N m away
+# from the dense backends' optimum on these states, and on TALOS's walk reaches its iteration
+# limit on some states (same-cycle fallback): it is checked for physics only.
+BACKENDS = {"proxsuite": (1e-9, 1e-6, 1e-6), "daqp": (1e-9, 1e-6, 1e-6), "osqp": (1e-7, 1e-3, None)}
+
+
+@pytest.mark.parametrize("name", ["jethexa", "solo12", "talos"])
+def test_backends_satisfy_physics_and_agree_on_active_states(name):
+    r = robot(name)
+    samples = wl.walk(r, 1200)[::20]
+    scale = min(1.0, tp.binding_torque_scale(r, samples, {}))     # never above the URDF's
+    frames = [c.frame for c in r.contacts]
+    runs = {}
+    for solver, (eps, tol, _) in BACKENDS.items():
+        ctrl = WholeBodyController(r, {"solver": solver, "limits": {"torque_scale": scale},
+                                       "solver_settings": {"eps_abs": eps}})
+        outs, active = [], []
+        for s in samples:
+            stance = dict(zip(frames, s.stance))
+            out = ctrl.update(s.q, s.v, stance, tp.references_for(s))
+            if out.fallback and solver == "osqp":      # no QP solution to check this cycle
+                outs.append(out)
+                active.append(False)
+                continue
+            assert not out.fallback, f"{solver}: {out.status}"
+            independent_check(r, ctrl, s.q, s.v, stance, out, tol_dyn=1e-9, tol_cone=tol)
+            tau_max = ctrl.formulation.joints.tau_max
+            assert np.all(np.abs(out.tau_vector) <= tau_max + tol), "scaled torque limit violated"
+            active.append(tp.active_rows(ctrl.last_problem, ctrl.last_solution) > 0)
+            outs.append(out)
+        assert ctrl.stats["fallbacks"] <= len(samples) // 10, f"{solver}: {ctrl.stats}"
+        runs[solver] = (outs, np.array(active))
+    ref_outs, ref_active = runs["proxsuite"]
+    assert ref_active.sum() >= len(samples) // 4, "too few states with active constraints"
+    for solver, (outs, _) in runs.items():
+        atol = BACKENDS[solver][2]
+        if atol is None:
+            continue
+        for a, b, on in zip(ref_outs, outs, ref_active):
+            if on:
+                scale_tau = max(1.0, np.abs(a.tau_vector).max())
+                assert np.abs(a.tau_vector - b.tau_vector).max() <= atol * scale_tau, solver
+                assert np.abs(a.dv - b.dv).max() <= atol * max(1.0, np.abs(a.dv).max()), solver
