@@ -11,7 +11,7 @@ NODES = {
     "state_estimator": "hybrid_dynamics.ros.nodes:state_estimator_main",
     "whole_body_controller": "hybrid_dynamics.ros.nodes:whole_body_controller_main",
     "morphology_manager": "hybrid_dynamics.ros.nodes:morphology_manager_main",
-    "mujoco_sim": "hybrid_dynamics.sim.node:main",
+    "mujoco_sim": "hybrid_dynamics.ros.sim_node:main",
 }
 
 

@@ -2,7 +2,9 @@
 
 Each sub-command lives in its own module under :mod:`hybrid_dynamics.commands`, which
 declares ``COMMAND`` (a tuple of words, e.g. ``("validate", "dynamics")``), ``HELP``,
-``add_arguments(parser)`` and ``run(args) -> int``. This file only assembles them.
+``add_arguments(parser)`` and ``run(args) -> int``; the module is named after its words
+(``validate closed-loop`` -> ``validate_closed_loop``), so that a command line loads only its
+own module (and the libraries it needs); ``--help`` loads them all. This file only assembles them.
 A user's mistake (:class:`InputError`) prints one line and exits with status 2.
 """
 from __future__ import annotations
@@ -17,13 +19,26 @@ from . import commands
 from .errors import InputError
 
 
-def build_parser() -> argparse.ArgumentParser:
+def module_names(argv: Optional[List[str]] = None) -> List[str]:
+    """The command modules a command line needs: the one its leading words name, else all."""
+    names = sorted(m.name for m in pkgutil.iter_modules(commands.__path__))
+    words = []
+    for word in argv or []:
+        if word.startswith("-"):
+            break
+        words.append(word.replace("-", "_"))
+    for k in (2, 1):
+        if len(words) >= k and "_".join(words[:k]) in names:
+            return ["_".join(words[:k])]
+    return names
+
+
+def build_parser(argv: Optional[List[str]] = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="hybrid-dynamics",
                                      description="Dynamics, estimation and control of hybrid "
                                                  "floating-base robots.")
     groups: Dict[tuple, argparse._SubParsersAction] = {(): parser.add_subparsers(dest="command", metavar="COMMAND")}
-    modules = [importlib.import_module(f"{commands.__name__}.{m.name}")
-               for m in pkgutil.iter_modules(commands.__path__)]
+    modules = [importlib.import_module(f"{commands.__name__}.{name}") for name in module_names(argv)]
     for module in sorted(modules, key=lambda m: m.COMMAND):
         words = module.COMMAND
         for depth in range(1, len(words)):
@@ -38,7 +53,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    parser = build_parser()
+    if argv is None:
+        argv = sys.argv[1:]
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     if not hasattr(args, "handler"):
         parser.print_help()

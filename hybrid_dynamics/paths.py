@@ -15,7 +15,7 @@ def share_dir() -> Path:
     if (source / "robots").is_dir() and (source / "package.xml").is_file():
         return source
     try:
-        from ament_index_python.packages import get_package_share_directory
+        from ament_index_python.packages import get_package_share_directory  # optional: outside ROS
         return Path(get_package_share_directory(PACKAGE))
     except Exception:     # not in an ament index: fall back to the interpreter prefix
         return Path(sys.prefix) / "share" / PACKAGE
@@ -34,7 +34,7 @@ def example_robot_data_dir() -> Path:
     """The ``robots/`` directory of the example-robot-data wheel (or of a ROS install)."""
     candidates = [Path(p) / "cmeel.prefix" / "share" / "example-robot-data" / "robots" for p in sys.path if p]
     try:
-        from ament_index_python.packages import get_package_share_directory
+        from ament_index_python.packages import get_package_share_directory  # optional: outside ROS
         candidates.append(Path(get_package_share_directory("example-robot-data")) / "robots")
     except Exception:     # no ament index, or the package is not in it
         pass

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from sensor_msgs.msg import Imu, JointState
 
-from hybrid_dynamics.ros.convert import (JointStateBuffer, Rejected, parse_imu, sec_to_stamp,
+from hybrid_dynamics.runtime.inputs import (JointStateBuffer, Rejected, parse_imu, sec_to_stamp,
                                          stamp_to_sec)
 
 JOINTS = ["a", "b", "c", "d"]

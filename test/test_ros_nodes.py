@@ -12,7 +12,7 @@ from rclpy.qos import DurabilityPolicy, ReliabilityPolicy
 from sensor_msgs.msg import Imu, JointState
 from std_msgs.msg import Float64MultiArray, String
 
-from hybrid_dynamics.ros.convert import sec_to_stamp
+from hybrid_dynamics.runtime.inputs import sec_to_stamp
 from hybrid_dynamics.ros.graph import Graph
 from hybrid_dynamics.ros.nodes import LATCHED_QOS, STATE_QOS
 from hybrid_dynamics.ros.sources import CommandProbe, StandingSource

@@ -12,7 +12,7 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String
 
-from hybrid_dynamics.sim.node import MujocoSimNode
+from hybrid_dynamics.ros.sim_node import MujocoSimNode
 
 
 def test_sim_node_publishes_sensors_and_applies_commands():

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 from typing import Dict, List
 
+import matplotlib
+import matplotlib.pyplot as plt
 import numpy as np
 import pinocchio as pin
 
@@ -112,9 +114,7 @@ def compare(serial_robot, closed_robot) -> Dict[str, object]:
 
 
 def plot_comparison(result: Dict[str, object], path) -> None:
-    import matplotlib
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
     chi = [result["chi"][a] for a in AXES]
     paper = result["paper_table_iii"]["chi_linear"] + result["paper_table_iii"]["chi_angular"]

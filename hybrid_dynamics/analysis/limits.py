@@ -18,14 +18,16 @@ from __future__ import annotations
 
 from typing import Dict, List, Tuple
 
+import matplotlib
+import matplotlib.pyplot as plt
 import numpy as np
+import osqp
+from scipy import sparse
 
 from ..dynamics.closed_chain import LoopClosureKinematics
 
 
 def _qp_box(H_rows: np.ndarray, target: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    import osqp
-    from scipy import sparse
     n = target.size
     solver = osqp.OSQP()
     A = np.vstack([H_rows, np.eye(n)])
@@ -91,9 +93,7 @@ def _joint_of_v(model, iv: int) -> int:
 
 
 def plot_polygons(results: List[Dict[str, object]], path) -> None:
-    import matplotlib
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     fig, axes = plt.subplots(1, len(results), figsize=(5 * len(results), 4.5))
     axes = np.atleast_1d(axes)
     for ax, r in zip(axes, results):

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
+
 from ..analysis.limits import limit_polygon, plot_polygons
 from ..errors import InputError
 from ..model.robot import load_robot
@@ -37,7 +39,6 @@ def run(args) -> int:
         print(json.dumps({"robot": robot.name, "polygons": results, "plot": str(out / "limits.png")}, indent=2))
         return 0
     for r in results:
-        import numpy as np
         p = np.degrees(np.array(r["points"]))
         print(f"{r['joints'][0]} / {r['joints'][1]}: {len(p)} points, {r['joints'][0]} "
               f"{p[:, 0].min():.1f}..{p[:, 0].max():.1f} deg, {r['joints'][1]} {p[:, 1].min():.1f}..{p[:, 1].max():.1f} deg")

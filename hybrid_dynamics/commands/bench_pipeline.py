@@ -17,6 +17,15 @@ import subprocess
 import sys
 import time
 
+import numpy as np
+from sensor_msgs.msg import Imu, JointState
+
+from ..model.robot import load_robot
+from ..ros.graph import Graph
+from ..ros.sources import standing_pose
+from ..runtime.inputs import sec_to_stamp
+from ..runtime.pipeline import Pipeline
+
 COMMAND = ("bench", "pipeline")
 HELP = "latency /joint_states -> /effort_controller/commands in the one-process graph (p50/p99/max)"
 
@@ -30,7 +39,6 @@ def add_arguments(parser) -> None:
 
 
 def _percentiles(x_s):
-    import numpy as np
     x = np.asarray(x_s) * 1e3
     if not len(x):
         return {"p50": None, "p99": None, "max": None, "n": 0}
@@ -40,13 +48,8 @@ def _percentiles(x_s):
 
 def library_cycle(robot, params, n=2000):
     """The estimate + control cycle alone (no ROS) on standing samples: seconds per cycle."""
-    import numpy as np
-    from sensor_msgs.msg import Imu, JointState
 
-    from ..ros.convert import sec_to_stamp
-    from ..ros.pipeline import ControlCore, StateCore
-    from ..ros.sources import standing_pose
-    state, control = StateCore(robot, params), ControlCore(robot, params)
+    pipe = Pipeline(robot, params)
     q = standing_pose(robot)
     idx = {name: i for i, name in enumerate(robot.joint_names)}
     names = list(robot.actuated_joints)
@@ -63,17 +66,14 @@ def library_cycle(robot, params, n=2000):
         js.name = names
         js.position = [float(q[7 + idx[n_]] + rng.normal(0, 1e-3)) for n_ in names]
         js.velocity = [0.0] * len(names)
-        state.add_imu(imu, t)
+        pipe.add_imu(imu, t)
         t0 = time.perf_counter()
-        state.add_joint_state(js, t)
-        est = state.estimate()
-        control.cycle(est, state.stance)
+        pipe.step(t, js)
         times.append(time.perf_counter() - t0)
     return times[n // 10:]
 
 
 def measure(robot_name, trigger, cycles, rate):
-    from ..ros.graph import Graph
     graph = Graph(robot_name, params={"whole_body_controller": {"trigger": trigger, **({"update_rate": rate}
                                                                                       if rate else {})},
                                       "morphology_manager": {"auto_detect": False}})
@@ -116,7 +116,6 @@ def measure(robot_name, trigger, cycles, rate):
 
 
 def run(args) -> int:
-    from ..model.robot import load_robot
     modes = ("timer", "joint_states") if args.trigger == "both" else (args.trigger,)
     results = []
     params = None

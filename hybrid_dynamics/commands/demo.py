@@ -14,6 +14,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ..errors import InputError
+from ..ros.scenario import GraphRun
+from ..sim.runner import ScenarioRun
+from ..sim.scenario import load_scenario
+
 COMMAND = ("demo",)
 HELP = "simulate a scenario (hexapod walking, losing legs, reassembling its model) and report"
 
@@ -32,8 +37,6 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from ..errors import InputError
-    from ..sim.scenario import load_scenario
 
     if args.duration is not None and not args.duration > 0:
         raise InputError(f"--duration must be positive, got {args.duration}", field="duration")
@@ -42,11 +45,9 @@ def run(args) -> int:
     scenario = load_scenario(args.scenario)
     out = Path(args.out)
     if args.library:
-        from ..sim.runner import ScenarioRun
         summary = ScenarioRun(scenario, out, duration=args.duration, undeclared=args.undeclared,
                               progress=not args.quiet, bag=not args.no_bag).run()
     else:
-        from ..ros.scenario import GraphRun
         summary = GraphRun(scenario, out, duration=args.duration, undeclared=args.undeclared,
                            progress=not args.quiet).run()
     keys = ("stopped", "distance_before_damage_m", "distance_after_damage_m", "speed_before_damage_mps",

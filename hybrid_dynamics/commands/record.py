@@ -4,6 +4,12 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
+
+from ..errors import InputError
+from ..ros.bag import BagRecorder, bag_info
+from ..ros.graph import Graph
+from ..ros.sources import StandingSource
 
 COMMAND = ("record",)
 HELP = "run the graph and record its topics to an MCAP rosbag2 bag"
@@ -23,11 +29,7 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from pathlib import Path
 
-    from ..errors import InputError
-    from ..ros.bag import BagRecorder, bag_info
-    from ..ros.graph import Graph
     if Path(args.out).exists():
         raise InputError("bag already exists (rosbag2 never overwrites)", file=args.out)
     ctrl = {"trigger": args.trigger} if args.trigger else {}
@@ -38,7 +40,6 @@ def run(args) -> int:
         graph.start()
         source = None
         if args.standing_source:
-            from ..ros.sources import StandingSource
             source = graph.add_node(lambda ctx, robot: StandingSource(robot, context=ctx, noise=args.noise))
             # the controller and the recorder both matched on both topics before the first sample
             ctrl = graph.nodes["whole_body_controller"]

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+from ..ros.bag import replay_bag
+
 COMMAND = ("replay",)
 HELP = "re-run estimator and controller on a bag and compare with the recorded commands"
 
@@ -17,7 +19,6 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from ..ros.bag import replay_bag
     result = replay_bag(args.bag, robot=args.robot)
     s = result.summary()
     if args.json:

@@ -9,6 +9,11 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
+
+from ..ros.graph import run_graph
+from ..ros.sources import StandingSource
+
 COMMAND = ("run",)
 HELP = "run the estimator, controller and morphology manager in one process (no launch system)"
 
@@ -25,9 +30,7 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    import numpy as np
 
-    from ..ros.graph import run_graph
     ctrl = {}
     if args.update_rate:
         ctrl["update_rate"] = float(args.update_rate)
@@ -35,7 +38,6 @@ def run(args) -> int:
         ctrl["trigger"] = args.trigger
     extra = []
     if args.standing_source:
-        from ..ros.sources import StandingSource
         rate = args.update_rate or 500.0
         extra.append(lambda ctx, robot: StandingSource(robot, rate=rate, context=ctx))
     graph = run_graph(args.robot, duration=args.duration, params={"whole_body_controller": ctrl},

@@ -12,8 +12,8 @@ controller's parameters go into the metadata's ``custom_data`` so a replay needs
     rec.close()
 
 Replay: :func:`replay_bag` feeds the recorded joint states and IMU samples, in the order
-they were recorded, into the same :class:`~hybrid_dynamics.ros.pipeline.StateCore` and
-:class:`~hybrid_dynamics.ros.pipeline.ControlCore` the controller node runs, one cycle per
+they were recorded, into the same :class:`~hybrid_dynamics.runtime.pipeline.Pipeline` the
+controller node runs (/cmd_vel and the morphology applied where recorded), one cycle per
 joint state (the controller's ``trigger: joint_states``), staleness judged on stamps, and
 morphology messages applied where they were recorded. A run recorded in that mode replays
 to identical commands; a timer-driven recording (cycles sampled by a clock the bag does not
@@ -28,10 +28,23 @@ from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Union
 
 import numpy as np
+import yaml
+from geometry_msgs.msg import Twist
+from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.serialization import deserialize_message
+from rosbags.rosbag2 import Reader, StoragePlugin, Writer
+from rosbags.typesys import Stores, get_typestore
+from sensor_msgs.msg import Imu, JointState
+from std_msgs.msg import Float64MultiArray, String
 
 from ..errors import InputError
+from ..model.damage_events import morphology_from_yaml
+from ..model.robot import load_robot
+from ..runtime.pipeline import Pipeline
+from . import params as P
+from .graph import config_file, load_node_params
 from .lean import LeanNode
+from .nodes import LATCHED_QOS, QUEUED_SENSOR_QOS, STATE_QOS
 
 TOPICS: Dict[str, str] = {
     "/joint_states": "sensor_msgs/msg/JointState",
@@ -63,9 +76,6 @@ class BagRecorder(LeanNode):
         if Path(path).exists():
             raise InputError("bag already exists (rosbag2 never overwrites)", file=str(path))
         super().__init__(name, **kwargs)
-        from rosbags.rosbag2 import StoragePlugin, Writer
-        from rosbags.typesys import Stores, get_typestore
-        from .nodes import LATCHED_QOS, QUEUED_SENSOR_QOS, STATE_QOS
         self.path = Path(path)
         self.typestore = get_typestore(Stores.ROS2_JAZZY)
         self.writer = Writer(self.path, version=9, storage_plugin=StoragePlugin.MCAP)
@@ -92,7 +102,6 @@ class BagRecorder(LeanNode):
                                      event_callbacks=events)
 
     def _matched_events(self, topic: str):
-        from rclpy.event_handler import SubscriptionEventCallbacks
         self.matched[topic] = 0
 
         def on_matched(info) -> None:
@@ -126,8 +135,6 @@ class BagRecorder(LeanNode):
 # ============================================================================ reading
 def bag_info(path: Union[str, Path]) -> dict:
     """What ``ros2 bag info`` shows: duration, storage, counts per topic, custom data."""
-    from rosbags.rosbag2 import Reader
-    import yaml
     path = Path(path)
     if not (path / "metadata.yaml").is_file():
         raise InputError("not a rosbag2 directory (no metadata.yaml)", file=str(path))
@@ -164,15 +171,7 @@ class ReplayResult:
 
 def replay_bag(path: Union[str, Path], robot=None, params: Optional[Mapping] = None) -> ReplayResult:
     """Re-run estimator + controller on a bag's inputs (module docstring)."""
-    from rosbags.rosbag2 import Reader
-    from sensor_msgs.msg import Imu, JointState
-    from std_msgs.msg import Float64MultiArray, String
 
-    from ..model.robot import load_robot
-    from . import params as P
-    from .damage import morphology_from_yaml
-    from .graph import config_file, load_node_params
-    from .pipeline import ControlCore, StateCore
     info = bag_info(path)
     custom = info["custom_data"]
     if robot is None:
@@ -189,8 +188,9 @@ def replay_bag(path: Union[str, Path], robot=None, params: Optional[Mapping] = N
         flat.update(load_node_params(config_file(robot.name), "whole_body_controller"))
     flat.update(params or {})
     p = P.nested(flat)
-    state, control = StateCore(robot, p), ControlCore(robot, p)
-    morph = control.morphology
+    pipe = Pipeline(robot, p)
+    state, control = pipe.state, pipe.control
+    morph = pipe.morphology
     replayed, recorded = [], []
     safe = 0
     with Reader(path) as reader:
@@ -198,31 +198,28 @@ def replay_bag(path: Union[str, Path], robot=None, params: Optional[Mapping] = N
             topic = conn.topic
             if topic in ("/imu_sensor_broadcaster/imu", "/joint_states"):
                 if topic == "/joint_states":
-                    if state.add_joint_state(deserialize_message(raw, JointState), t * 1e-9) is not None:
+                    if pipe.add_joint_state(deserialize_message(raw, JointState), t * 1e-9) is not None:
                         continue
                     if not state.lockstep_after_joint_state():
                         continue
                 else:
-                    if state.add_imu(deserialize_message(raw, Imu), t * 1e-9) is not None:
+                    if pipe.add_imu(deserialize_message(raw, Imu), t * 1e-9) is not None:
                         continue
                     if not state.lockstep_after_imu():
                         continue
-                reason = state.stale(t * 1e-9, use_stamps=True)
-                if reason is None:
-                    est = state.estimate()
-                    cmd = control.cycle(est, state.stance)
-                else:
-                    cmd = control.safe(state.buffer.v)
-                    safe += 1
-                replayed.append(cmd.copy())
+                cycle = pipe.step(t * 1e-9, use_stamps=True)
+                safe += cycle.safe_mode is not None
+                replayed.append(cycle.command.copy())
+            elif topic == "/cmd_vel":
+                msg = deserialize_message(raw, Twist)
+                pipe.set_command(msg.linear.x, msg.linear.y, msg.angular.z)
             elif topic == "/morphology_manager/morphology":
                 try:
                     new, _ = morphology_from_yaml(robot, deserialize_message(raw, String).data)
                 except InputError:
                     continue
                 if new != morph:
-                    state.set_morphology(new)
-                    control.set_morphology(new)
+                    pipe.set_morphology(new, t * 1e-9)
                     morph = new
             elif topic == "/effort_controller/commands":
                 recorded.append(np.asarray(deserialize_message(raw, Float64MultiArray).data, dtype=float))

@@ -1,4 +1,4 @@
-"""The three rclpy nodes. Thin: validation in convert.py, computation in pipeline.py and
+"""The three rclpy nodes. Thin: validation in runtime/inputs.py, computation in runtime/pipeline.py and
 the library; parameters in params.py; damage schema in damage.py.
 
 Topics and QoS (interfaces of docs/ARCHITECTURE.md):
@@ -34,28 +34,30 @@ import numpy as np
 import pinocchio as pin
 import rclpy
 import yaml
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from geometry_msgs.msg import Point, TransformStamped, Twist
+from nav_msgs.msg import Odometry
+from rcl_interfaces.msg import SetParametersResult
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.event_handler import SubscriptionEventCallbacks
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
-from rcl_interfaces.msg import SetParametersResult
-
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-from geometry_msgs.msg import Point, Twist
-from nav_msgs.msg import Odometry
 from sensor_msgs.msg import Imu, JointState
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension, String
 from visualization_msgs.msg import Marker, MarkerArray
 
-from ..errors import InputError
-from ..model.morphology import Morphology, MorphologyMap
 from ..control.locomotion.swing import convex_hull
+from ..errors import InputError
+from ..estimation.damage_detector import DamageDetector
+from ..model.damage_events import apply_damage_yaml, morphology_from_yaml, morphology_to_yaml
+from ..model.morphology import Morphology, MorphologyMap
 from ..model.robot import load_robot
+from ..runtime.inputs import JointStateMatcher, stamp_to_sec
+from ..runtime.pipeline import Pipeline
+from ..runtime.state import StateCore
 from . import params as P
-from .convert import JointStateMatcher, stamp_to_sec
-from .damage import apply_damage_yaml, morphology_from_yaml, morphology_to_yaml
 from .lean import LeanNode
-from .pipeline import ControlCore, GaitCore, StateCore, make_reference_source
 
 SENSOR_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT, history=HistoryPolicy.KEEP_LAST)
 COMMAND_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, history=HistoryPolicy.KEEP_LAST)
@@ -164,7 +166,7 @@ class StateEstimatorNode(_Base):
         self.tf_pub = None
         if self.p["publish_tf"]:
             try:
-                from tf2_msgs.msg import TFMessage
+                from tf2_msgs.msg import TFMessage  # optional: tf2_msgs is not in every ROS install
                 self._tf_cls = TFMessage
                 self.tf_pub = self.create_publisher(TFMessage, "/tf", STATE_QOS)
             except ImportError:
@@ -243,7 +245,6 @@ class StateEstimatorNode(_Base):
         o.pose.covariance = array.array("d", cov.ravel().tobytes())
         self.odom_pub.publish(o)
         if self.tf_pub is not None:
-            from geometry_msgs.msg import TransformStamped
             t = TransformStamped()
             t.header = o.header
             t.child_frame_id = self.base_frame
@@ -277,12 +278,8 @@ class WholeBodyControllerNode(_Base):
         super().__init__(name, robot, **kwargs)
         if self.p["trigger"] not in ("timer", "joint_states"):
             raise InputError(f"trigger '{self.p['trigger']}' is not timer or joint_states", field="trigger")
-        self.state = StateCore(self.robot, self.p)
-        self.control = ControlCore(self.robot, self.p)
-        # references: the gait (follows /cmd_vel and the morphology), the weight shift of a
-        # closed-chain biped, or none (hold where it first stands)
-        self.reference_kind, self.reference_source = make_reference_source(self.robot, self.p)
-        self.gait: Optional[GaitCore] = self.reference_source if self.reference_kind == "gait" else None
+        self.pipeline = Pipeline(self.robot, self.p)
+        self.state, self.control = self.pipeline.state, self.pipeline.control
         self.lockstep = self.p["trigger"] == "joint_states"
         # inputs in their own group, so a busy cycle does not starve them in the executor's
         # queue; the lock orders them with the cycle (which holds it for its whole length)
@@ -295,7 +292,7 @@ class WholeBodyControllerNode(_Base):
                                  callback_group=inputs,
                                  event_callbacks=self.matched_events(self.p["joint_states_topic"]))
         self.follow_morphology()
-        if self.gait is not None:
+        if self.pipeline.gait is not None:
             self.create_subscription(Twist, self.p["cmd_vel_topic"], self._on_cmd_vel, STATE_QOS,
                                      callback_group=inputs)
         self.cmd_pub = self.create_publisher(Float64MultiArray, self.p["commands_topic"], COMMAND_QOS)
@@ -335,16 +332,13 @@ class WholeBodyControllerNode(_Base):
     # ---------------------------------------------------------------- inputs
     def apply_morphology(self, morph: Morphology) -> None:
         with self.lock:
-            self.state.set_morphology(morph)
-            self.control.set_morphology(morph)
-            if self.gait is not None:
-                t = self.state.buffer.stamp
-                self.gait.set_morphology(morph, t if np.isfinite(t) else self.now())
+            t = self.state.buffer.stamp
+            self.pipeline.set_morphology(morph, t if np.isfinite(t) else self.now())
             self.applied_at_cycle = self.cycles
 
     def _on_cmd_vel(self, msg: Twist) -> None:
         with self.lock:
-            self.gait.set_command(msg.linear.x, msg.linear.y, msg.angular.z)
+            self.pipeline.set_command(msg.linear.x, msg.linear.y, msg.angular.z)
 
     def _on_imu(self, msg: Imu) -> None:
         with self.lock:
@@ -379,26 +373,13 @@ class WholeBodyControllerNode(_Base):
         if self._last_start is not None and not self.lockstep and start - self._last_start > 1.5 * self.period:
             self.deadline_misses += 1
         self._last_start = start
-        reason = self.state.stale(self.now(), use_stamps=self.lockstep)
-        if reason is None:
-            try:
-                est = self.state.estimate()
-                if not (np.all(np.isfinite(est.q)) and np.all(np.isfinite(est.v))):
-                    raise FloatingPointError("estimate is not finite")
-                stance = self.state.stance
-                if self.reference_source is not None:
-                    refs, stance = self.reference_source.update(self.state.buffer.stamp, est.q)
-                    self.control.set_references(refs)
-                    self.state.schedule = stance      # the estimator's contacts: the plan
-                cmd = self.control.cycle(est, stance)
-            except (FloatingPointError, np.linalg.LinAlgError, ValueError) as exc:
-                self.fault("cycle_error", str(exc))
-                self.state.estimator.reset()
-                reason = f"cycle failed: {exc}"
+        cycle = self.pipeline.step(self.now(), use_stamps=self.lockstep)
+        reason, cmd, stance = cycle.safe_mode, cycle.command, cycle.stance
+        if cycle.error is not None:
+            self.fault("cycle_error", cycle.error)
         if reason is not None:
             if self.safe_mode is None or self.safe_cycles == 0:
                 self.fault("safe_mode", reason)
-            cmd = self.control.safe(self.state.buffer.v)
             self.safe_cycles += 1
         elif self.safe_mode is not None and self.cycles > 0:
             self.get_logger().info(f"fresh data: leaving safe mode ({self.safe_mode})", throttle_duration_sec=5.0)
@@ -549,7 +530,7 @@ def build_markers(node: WholeBodyControllerNode, est) -> MarkerArray:
 # ============================================================================ morphology
 class MorphologyManagerNode(_Base):
     """Damage events (topic, parameter, automatic detection) -> the current morphology,
-    published transient-local. Damage YAML schema: :mod:`hybrid_dynamics.ros.damage`.
+    published transient-local. Damage YAML schema: :mod:`hybrid_dynamics.model.damage_events`.
 
     Automatic detection: a leg joint silent for ``detect_timeout`` loses its links from that
     joint on; with ``detector: true`` the momentum observer of estimation/damage_detector.py
@@ -578,7 +559,6 @@ class MorphologyManagerNode(_Base):
                                  QUEUED_SENSOR_QOS if self.p["detector"] else SENSOR_QOS, callback_group=self.group)
         self.detector = None
         if self.p["detector"]:
-            from ..estimation.damage_detector import DamageDetector
             try:
                 config = yaml.safe_load(self.p["detector_config"] or "{}") or {}
             except yaml.YAMLError as exc:
@@ -731,7 +711,6 @@ class MorphologyManagerNode(_Base):
 
 # ============================================================================ entry points
 def _spin_one(cls, args=None) -> int:
-    from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
     rclpy.init(args=args)
     try:
         node = cls()

@@ -62,7 +62,7 @@ WHOLE_BODY_CONTROLLER: Spec = {
 
 MORPHOLOGY_MANAGER: Spec = {
     **COMMON,
-    "damage": ("", "a damage event in YAML (schema: hybrid_dynamics.ros.damage); setting it applies it"),
+    "damage": ("", "a damage event in YAML (schema: hybrid_dynamics.model.damage_events); setting it applies it"),
     "joint_states_topic": ("/joint_states", "for automatic detection and lock angles"),
     "auto_detect": (True, "a joint not reported (or reported NaN) for detect_timeout removes "
                           "its links from the leg"),

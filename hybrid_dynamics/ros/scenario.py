@@ -2,7 +2,7 @@
 
 One rclpy context and executor (ros/graph.py) host
 
-  mujoco_sim            the plant (sim/node.py), ``lockstep``: it advances one control period
+  mujoco_sim            the plant (ros/sim_node.py), ``lockstep``: it advances one control period
                         each time a command arrives, publishing /joint_states (actuated joints),
                         the IMU (noise and bias of the scenario), /clock, ground truth
   state_estimator       its own filter -> ~/odometry, ~/joint_states_full
@@ -21,6 +21,7 @@ made from the bag (sim/recording.log_from_bag, sim/report.py, sim/runner.summari
 """
 from __future__ import annotations
 
+import shutil
 import sys
 import time
 import traceback
@@ -34,10 +35,17 @@ from rclpy.parameter import Parameter
 from std_msgs.msg import String
 
 from ..errors import InputError
+from ..estimation.damage_detector import DamageDetectorConfig
+from ..model.damage_events import apply_event
 from ..model.morphology import Morphology
-from .damage import apply_event
+from ..sim.log import Log
+from ..sim.recording import closed_chain_metrics, log_from_bag
+from ..sim.runner import FALL_HEIGHT_FRACTION, FALL_TILT_DEG, SETTLE_S, finish, progress_line
+from ..sim.scenario import prepare_run
+from .bag import BagRecorder, TOPICS
 from .graph import Graph
 from .lean import LeanNode
+from .sim_node import MujocoSimNode
 
 SIM_TOPICS = {
     "/clock": "rosgraph_msgs/msg/Clock",
@@ -98,12 +106,10 @@ class GraphRun:
 
     def __init__(self, scenario, out: Path, *, duration: Optional[float] = None, undeclared: bool = False,
                  progress: bool = True, plots: bool = True):
-        from ..sim.scenario import prepare_run
         self.sc = scenario
         self.out = Path(out)
         self.duration, self.declared, self.robot = prepare_run(scenario, duration, undeclared)
         self.progress, self.want_plots = progress, plots
-        from ..estimation.damage_detector import DamageDetectorConfig
         self.threshold = DamageDetectorConfig.from_dict(scenario.detector).threshold
         self.t_damage = self.detection_t = None
         self.final_morphology = Morphology.healthy(self.robot).describe()
@@ -139,7 +145,6 @@ class GraphRun:
 
     def _sim_params(self):
         sc = self.sc
-        from ..sim.runner import SETTLE_S
         # a closed chain starts as control.balance.run_balance does, from the standing pose
         # with its feet on the floor: a joint PD cannot hold it up through its linear actuators
         settle = SETTLE_S if self.robot.loops is None else 0.0
@@ -151,11 +156,9 @@ class GraphRun:
 
     # ------------------------------------------------------------------ the run
     def run(self) -> dict:
-        from ..sim.runner import finish
         self.out.mkdir(parents=True, exist_ok=True)
         bag_dir = self.out / "bag"
         if bag_dir.exists():
-            import shutil
             shutil.rmtree(bag_dir)
         reason, error = "completed", None
         wall0 = time.perf_counter()
@@ -180,11 +183,9 @@ class GraphRun:
                     reason += f"; shutdown: {exc}"
         if self.progress:
             print(file=sys.stderr)
-        from ..sim.recording import closed_chain_metrics, log_from_bag
         have_bag = (bag_dir / "metadata.yaml").is_file()
         self.log = log_from_bag(bag_dir, self.robot) if have_bag else None
         if self.log is None:
-            from ..sim.runner import Log
             self.log = Log()
         if have_bag and self.robot.loops is not None:
             try:
@@ -195,8 +196,6 @@ class GraphRun:
         return finish(self, self.out, reason, getattr(self, "loop_wall", sim_wall), error, self.want_plots)
 
     def _build(self, bag_dir: Path):
-        from ..sim.node import MujocoSimNode
-        from .bag import TOPICS, BagRecorder
         graph = Graph(self.robot, params=self._params(), single_threaded=True, parameter_services=False)
         quiet = {"start_parameter_services": False, "default_events": False}
         try:
@@ -210,7 +209,7 @@ class GraphRun:
             topics = dict(TOPICS)
             topics.update(SIM_TOPICS)
             try:
-                import tf2_msgs.msg  # noqa: F401
+                import tf2_msgs.msg  # noqa: F401  # optional: tf2_msgs is not in every ROS install
                 topics["/tf"] = "tf2_msgs/msg/TFMessage"
             except ImportError:
                 pass
@@ -227,7 +226,6 @@ class GraphRun:
 
     def _watch(self, t: float) -> None:
         """In the sim's step: stop the physics at the end or on a fall (ground truth)."""
-        from ..sim.runner import FALL_HEIGHT_FRACTION, FALL_TILT_DEG
         plant = self.sim.plant
         if t >= self.t_start + self.duration - 1e-9:
             self.stop_reason = self.stop_reason or "completed"
@@ -277,7 +275,6 @@ class GraphRun:
                 return f"error: no simulated progress for {STALL_S:.0f} s at t = {t - self.t_start:.2f} s"
             if self.progress and time.monotonic() - printed >= 0.5:
                 printed = time.monotonic()
-                from ..sim.runner import progress_line
                 rtf = (t - sim0) / max(time.perf_counter() - wall0, 1e-9)
                 mm = graph.nodes["morphology_manager"].morphology.describe()
                 progress_line(self.sc.name, t - self.t_start, self.duration,

@@ -3,17 +3,21 @@ publishing what a robot's joint_state_broadcaster and imu_sensor_broadcaster wou
 robot standing still (with optional small noise), and a probe recording commands."""
 from __future__ import annotations
 
+import argparse
 import array
 import time
 from typing import List, Optional
 
 import numpy as np
 import pinocchio as pin
+import rclpy
+from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from sensor_msgs.msg import Imu, JointState
 from std_msgs.msg import Float64MultiArray
 
-from .convert import sec_to_stamp
+from ..model.robot import load_robot
+from ..runtime.inputs import sec_to_stamp
 from .nodes import COMMAND_QOS, SENSOR_QOS
 
 
@@ -88,12 +92,8 @@ class CommandProbe(Node):
 def main(argv=None) -> int:
     """``python -m hybrid_dynamics.ros.sources ROBOT --rate HZ --duration S``: a stand-in robot
     in its own process (what the benchmark measures the graph against)."""
-    import argparse
 
-    import rclpy
-    from rclpy.executors import SingleThreadedExecutor
 
-    from ..model.robot import load_robot
     parser = argparse.ArgumentParser(prog="hybrid_dynamics.ros.sources")
     parser.add_argument("robot")
     parser.add_argument("--rate", type=float, default=1000.0)

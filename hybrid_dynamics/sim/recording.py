@@ -9,8 +9,14 @@ from pathlib import Path
 from typing import Dict, Sequence
 
 import numpy as np
-from rosbags.rosbag2 import StoragePlugin, Writer
+import pinocchio as pin
+import yaml
+from rosbags.rosbag2 import Reader, StoragePlugin, Writer
 from rosbags.typesys import Stores, get_typestore
+from scipy.spatial import ConvexHull
+
+from ..dynamics.closed_chain import LoopClosureKinematics
+from .log import Log
 
 TOPICS = {
     "/clock": "rosgraph_msgs/msg/Clock",
@@ -118,7 +124,6 @@ class BagRecorder:
 
 def read_topics(path: Path) -> Dict[str, int]:
     """Message count per topic of a bag (for tests and the summary)."""
-    from rosbags.rosbag2 import Reader
     counts: Dict[str, int] = {}
     with Reader(Path(path)) as reader:
         for conn in reader.connections:
@@ -127,16 +132,12 @@ def read_topics(path: Path) -> Dict[str, int]:
 
 
 def log_from_bag(path: Path, robot):
-    """A run's :class:`~hybrid_dynamics.sim.runner.Log` from a bag recorded through the ROS
+    """A run's :class:`~hybrid_dynamics.sim.log.Log` from a bag recorded through the ROS
     graph (ros/scenario.py), for the same summary and plots as the library loop: rows at the
     ground-truth odometry stamps; the estimate, detector statistic and true morphology held
     from their latest message; QP statistics one row per controller cycle; the morphology
     timeline from /sim/ground_truth/morphology (damage) and /morphology_manager/morphology."""
-    import pinocchio as pin
-    import yaml
-    from rosbags.rosbag2 import Reader
 
-    from .runner import Log
     ts = get_typestore(Stores.ROS2_JAZZY)
     frames = [c.frame for c in robot.contacts]
     log = Log(forces={f: [] for f in frames})
@@ -214,7 +215,6 @@ def closed_chain_metrics(path: Path, robot):
     (``/sim/ground_truth/joint_states``) at the same stamps, the CoM on MuJoCo's configuration
     (ground-truth odometry + every joint), the actuator forces the controller published
     (``/whole_body_controller/actuator_forces``)."""
-    from rosbags.rosbag2 import Reader
     ts = get_typestore(Stores.ROS2_JAZZY)
     names = list(robot.joint_names)
     gt_js: Dict[float, np.ndarray] = {}
@@ -255,10 +255,7 @@ def closed_chain_figures(robot, times, q_true, q_est, forces):
     Passive estimate error: max over the passive joints; CoM margin: Pinocchio's CoM on
     ``q_true`` to the edges of the convex hull of every sole corner (``robot.contacts``
     points; all feet down); forces against ``LoopClosureKinematics.force_limits``."""
-    import pinocchio as pin
-    from scipy.spatial import ConvexHull
 
-    from ..dynamics.closed_chain import LoopClosureKinematics
     kin = LoopClosureKinematics(robot)
     passive = np.array([7 + robot.joint_names.index(n) for n in robot.passive_joints], dtype=int)
     model, data = robot.model, robot.model.createData()

@@ -6,13 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import List
 
+import matplotlib
+import matplotlib.pyplot as plt
 import numpy as np
 
 
 def write_plots(run, out: Path) -> List[str]:
-    import matplotlib
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
     lg = run.log
     out = Path(out)

@@ -20,44 +20,32 @@ Everything is written to ``out``: ``run.mcap`` bag (a rosbag2 folder ``bag/``), 
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 import time
 import traceback
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Optional
 
 import numpy as np
 import pinocchio as pin
 
+from ..control.balance import WeightShift, run_balance
+from ..control.controller import WholeBodyController
 from ..errors import InputError
 from ..estimation.base_estimator import BaseEstimator, ImuSample
 from ..estimation.damage_detector import DamageDetector
 from ..model.morphology import Morphology, MorphologyMap
-from ..ros.pipeline import GaitCore
+from ..runtime.references import GaitCore
+from .log import Log
 from .plant import ImuNoise, Plant
+from .recording import BagRecorder, closed_chain_figures
+from .report import write_plots
 from .scenario import Scenario, prepare_run
 
 SETTLE_S = 0.3                  # s of joint PD on the standing pose before control starts
 FALL_TILT_DEG = 45.0
 FALL_HEIGHT_FRACTION = 0.4      # of the standing height
-
-
-@dataclass
-class Log:
-    """Time series of one run, one row per control cycle."""
-    t: List[float] = field(default_factory=list)
-    pos: List[np.ndarray] = field(default_factory=list)        # ground truth base position
-    rpy: List[np.ndarray] = field(default_factory=list)        # ground truth roll pitch yaw (rad)
-    est_pos: List[np.ndarray] = field(default_factory=list)
-    solve_ms: List[float] = field(default_factory=list)
-    cycle_ms: List[float] = field(default_factory=list)
-    fallback: List[bool] = field(default_factory=list)
-    infeasible: List[bool] = field(default_factory=list)
-    forces: Dict[str, List[np.ndarray]] = field(default_factory=dict)   # MuJoCo contact forces
-    statistic: List[float] = field(default_factory=list)       # detector |e|
-    legs_alive: List[int] = field(default_factory=list)
-    events: List[dict] = field(default_factory=list)           # morphology timeline
 
 
 class ScenarioRun:
@@ -80,7 +68,6 @@ class ScenarioRun:
         self.gait = self.controller = None
         if sc.references == "gait":
             self.gait = GaitCore(robot, sc.locomotion)
-            from ..control.controller import WholeBodyController
             self.controller = WholeBodyController(robot, dict(sc.controller))
         elif sc.references != "weight_shift":
             raise InputError(f"--library runs references gait or weight_shift, not '{sc.references}'",
@@ -109,7 +96,6 @@ class ScenarioRun:
 
     def _damage_plant(self, t: float) -> Morphology:
         """The damage happens to the robot (the plant); returns the true morphology."""
-        from ..ros.damage import apply_event
         plant = self.plant
         morph = self.morphology
         for event in self.sc.damage_events:
@@ -136,10 +122,8 @@ class ScenarioRun:
         try:
             self._build()
             if self.want_bag:
-                from .recording import BagRecorder
                 bag_dir = self.out / "bag"
                 if bag_dir.exists():
-                    import shutil
                     shutil.rmtree(bag_dir)
                 self.bag = BagRecorder(bag_dir)
             reason = self._loop()
@@ -277,8 +261,6 @@ class ScenarioRun:
         chain balance: passive-state estimator, base estimator, weight-shift references, QP),
         recorded as the gait loop records; a fall stops it. Closed chains start unsettled
         (the graph does the same)."""
-        from ..control.balance import WeightShift, run_balance
-        from .recording import closed_chain_figures
         sc, plant, robot = self.sc, self.plant, self.robot
         if robot.loops is None:
             raise InputError("references: weight_shift is the closed-chain balance: the robot has no loops",
@@ -337,7 +319,6 @@ def finish(run, out: Path, reason: str, wall: float, error: Optional[str] = None
         summary["traceback"] = error
     if plots and run.log.t:
         try:
-            from .report import write_plots
             summary["plots"] = write_plots(run, out)
         except Exception as exc:
             summary["plots_error"] = f"{type(exc).__name__}: {exc}"

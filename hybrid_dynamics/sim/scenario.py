@@ -9,7 +9,7 @@
     damage:                         # optional
       at: 3.0                       # s
       declared: true                # false: the morphology manager must detect it
-      events:                       # the morphology_manager/damage schema (ros/damage.py)
+      events:                       # the morphology_manager/damage schema (model/damage_events.py)
         - remove_leg: leg3
         - remove_leg: leg4
     sensors: {gyro_std: 0.002, accel_std: 0.02, gyro_bias: [0.001, -0.001, 0.0005]}
@@ -31,9 +31,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
+from ..control.balance import WeightShift
+from ..control.locomotion import LocomotionConfig
 from ..errors import InputError
+from ..estimation.damage_detector import DamageDetectorConfig
+from ..model.damage_events import apply_event
+from ..model.morphology import Morphology
+from ..model.robot import load_robot
 from ..model.yamlio import load_yaml
 from ..paths import config_dir
+from .plant import ImuNoise
 
 FIELDS = {"description", "robot", "duration", "cmd_vel", "damage", "sensors", "control_rate", "seed",
           "controller", "locomotion", "detector", "references", "balance"}
@@ -142,10 +149,6 @@ def load_scenario(name_or_path: str) -> Scenario:
             raise doc.error(f"expected one of {', '.join(REFERENCES)}, got {data['references']!r}", "references")
         sc.references = data["references"]
     # check the parts owned by other modules now, with this file's name on the error
-    from ..control.balance import WeightShift
-    from ..control.locomotion import LocomotionConfig
-    from ..estimation.damage_detector import DamageDetectorConfig
-    from .plant import ImuNoise
     for key, check in (("sensors", ImuNoise.from_dict), ("locomotion", LocomotionConfig.from_dict),
                        ("detector", DamageDetectorConfig.from_dict), ("balance", WeightShift.from_dict)):
         try:
@@ -157,8 +160,6 @@ def load_scenario(name_or_path: str) -> Scenario:
 
 def check_events(sc: Scenario, robot) -> None:
     """Damage events name real legs and joints of the robot (an InputError otherwise)."""
-    from ..model.morphology import Morphology
-    from ..ros.damage import apply_event
     morph = Morphology.healthy(robot)
     for event in sc.damage_events:
         try:
@@ -173,7 +174,6 @@ def prepare_run(sc: Scenario, duration: Optional[float], undeclared: bool):
     The duration is the scenario's unless given, and positive; ``undeclared`` hides declared
     damage from the software; the robot must have an MJCF to simulate and the damage events
     must name its legs and joints (an InputError otherwise)."""
-    from ..model.robot import load_robot
     run_for = float(duration if duration is not None else sc.duration)
     if not run_for > 0:
         raise InputError(f"duration must be positive, got {run_for}", field="duration")

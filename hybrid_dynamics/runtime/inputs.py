@@ -1,4 +1,4 @@
-"""Message conversion with validation: what a node accepts from the wire.
+"""Input validation: what the pipeline accepts from the wire (duck-typed ROS messages, no rclpy).
 
 Every check returns a :class:`Rejected` reason instead of raising, so a node can log it once,
 count it on ``/diagnostics`` and keep its last good state. Rules:
@@ -201,11 +201,3 @@ def parse_imu(msg):
     return stamp_to_sec(msg.header.stamp), ImuSample(quat / norm, np.array(vals[4:7], dtype=float),
                                                      np.array(vals[7:], dtype=float))
 
-
-def float_array(values: np.ndarray, msg_cls, labels: str = "joints"):
-    """A std_msgs/Float64MultiArray of ``values`` with one labelled dimension."""
-    from std_msgs.msg import MultiArrayDimension
-    msg = msg_cls()
-    msg.layout.dim = [MultiArrayDimension(label=labels, size=len(values), stride=len(values))]
-    msg.data = [float(x) for x in values]
-    return msg

@@ -1,7 +1,6 @@
 """The MuJoCo plant as a ROS 2 node: ``ros2 run hybrid_dynamics mujoco_sim``.
 
-This file is the one place where sim/ meets rclpy (the plant itself, sim/plant.py, knows no
-ROS). It publishes what the robot's drivers would and nothing more:
+The ROS face of the MuJoCo plant (sim/plant.py, which knows no ROS). It publishes what the robot's drivers would and nothing more:
 
   /joint_states                   sensor_msgs/JointState   actuated joints only (passive joints
                                                            of closed linkages are not sensed)
@@ -52,10 +51,11 @@ from sensor_msgs.msg import Imu, JointState
 from std_msgs.msg import Float64MultiArray, String
 
 from ..errors import InputError
+from ..model.damage_events import apply_damage_yaml, morphology_to_yaml
 from ..model.morphology import Morphology
 from ..model.robot import load_robot
-from ..ros.lean import LeanNode
-from .plant import ImuNoise, Plant
+from ..sim.plant import ImuNoise, Plant
+from .lean import LeanNode
 
 SENSOR_QOS = QoSProfile(depth=10, reliability=ReliabilityPolicy.BEST_EFFORT)
 NOISE_FIELDS = ("gyro_std", "accel_std", "orientation_std", "joint_position_std", "joint_velocity_std")
@@ -148,7 +148,6 @@ class MujocoSimNode(LeanNode):
             self.tick()
 
     def _on_damage(self, msg: String) -> None:
-        from ..ros.damage import apply_damage_yaml
         plant = self.plant
         try:
             morph = apply_damage_yaml(self.morphology, msg.data,
@@ -160,7 +159,6 @@ class MujocoSimNode(LeanNode):
 
     def damage(self, morph: Morphology) -> None:
         """The plant becomes ``morph`` now (published on /sim/ground_truth/morphology)."""
-        from ..ros.damage import morphology_to_yaml
         self.plant.apply_morphology(morph)
         self.morphology = morph
         self.revision = getattr(self, "revision", 0) + 1

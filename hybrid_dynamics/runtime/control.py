@@ -1,0 +1,105 @@
+"""Full state -> effort command through the whole-body QP
+(:class:`~hybrid_dynamics.control.controller.WholeBodyController`), in the order of the
+controller's ``joints`` parameter, with the safe-mode damping command beside it.
+
+Safe mode: when inputs are stale (no IMU or joint state for ``stale_timeout``), missing or
+never received, the command is joint damping ``tau = -kd_safe * qd`` on the surviving
+actuated joints, until fresh data returns. Nothing here ever returns NaN.
+"""
+from __future__ import annotations
+
+from typing import Mapping
+
+import numpy as np
+import pinocchio as pin
+
+from ..control.controller import WholeBodyController
+from ..control.references import References
+from ..errors import InputError
+from ..estimation.base_estimator import BaseState
+from ..model.morphology import Morphology, MorphologyMap
+
+
+def hold_references(robot, mmap, q_full: np.ndarray) -> References:
+    """Stand still where the robot is: CoM held at its current position, level base,
+    standing posture (``control.references.References.hold``)."""
+    com = pin.centerOfMass(mmap.model, mmap.model.createData(), mmap.expand_q(mmap.reduce_q(q_full)))
+    return References.hold(com=com.copy())
+
+
+class ControlCore:
+    """Full state -> effort command in ``joints`` order (removed/locked/passive joints get 0)."""
+
+    def __init__(self, robot, params: Mapping):
+        self.robot = robot
+        self.params = params
+        joints = list(params.get("joints") or robot.actuated_joints)
+        unknown = [j for j in joints if j not in robot.joint_names]
+        if unknown:
+            raise InputError(f"joints not in robot {robot.name}: {', '.join(unknown)}", field="joints")
+        self.joints = joints
+        self.kd_safe = float(params.get("safe_mode_damping", 1.0))
+        config = dict(params.get("controller") or {})
+        if params.get("solver"):
+            config["solver"] = params["solver"]
+        if params.get("update_rate"):
+            config["dt"] = 1.0 / float(params["update_rate"])
+        self.controller = WholeBodyController(robot, config)
+        self.kind = "qp"                # reported on /diagnostics and by the benches
+        self.allowed_contacts = set(params.get("contacts") or [c.frame for c in robot.contacts])
+        unknown = self.allowed_contacts - {c.frame for c in robot.contacts}
+        if unknown:
+            raise InputError(f"contacts not in robot {robot.name}: {', '.join(sorted(unknown))}", field="contacts")
+        self.references = None          # set_references(), or hold where the first state is
+        self.command = np.zeros(len(joints))
+        self.last_output = None
+        self.fallbacks = 0
+        self.nonfinite = 0
+        self._jidx = {n: robot.model.joints[robot.model.getJointId(n)].idx_v - 6 for n in robot.joint_names}
+        self.set_morphology(Morphology.healthy(robot))
+
+    def set_morphology(self, morph: Morphology) -> None:
+        mmap = MorphologyMap(self.robot, morph)
+        self.controller.set_morphology(mmap)
+        self.map = mmap
+        self.morphology = morph
+        surviving = set(mmap.joint_names)
+        actuated = set(self.robot.actuated_joints)
+        self.live = [(i, n) for i, n in enumerate(self.joints) if n in surviving and n in actuated]
+        self.live_idx = np.array([i for i, _ in self.live], dtype=int)
+        self.live_v = np.array([self._jidx[n] for _, n in self.live], dtype=int)
+        self.contact_frames = [c.frame for c in mmap.contacts]
+
+    def set_references(self, references) -> None:
+        """Task references (control/references.py) from a gait or reference source."""
+        self.references = references
+
+    def cycle(self, state: BaseState, stance: Mapping[str, bool]) -> np.ndarray:
+        """The command for one cycle (a view on a preallocated array)."""
+        q = self.map.reduce_q(state.q)
+        v = self.map.reduce_v(state.v)
+        if self.references is None:
+            self.references = hold_references(self.robot, self.map, state.q)
+        st = {f: bool(stance.get(f, False)) and f in self.allowed_contacts for f in self.contact_frames}
+        out = self.controller.update(q, v, st, self.references)
+        self.last_output = out
+        cmd = self.command
+        cmd[:] = 0.0
+        tau = out.tau
+        for i, n in self.live:
+            cmd[i] = tau.get(n, 0.0)
+        if getattr(out, "fallback", False):
+            self.fallbacks += 1
+        if not np.all(np.isfinite(cmd)):
+            self.nonfinite += 1
+            return self.safe(state.v[6:])
+        return cmd
+
+    def safe(self, vj: np.ndarray) -> np.ndarray:
+        """Joint damping on the surviving actuated joints (``vj`` healthy-size rates)."""
+        cmd = self.command
+        cmd[:] = 0.0
+        if len(self.live_idx):
+            vals = -self.kd_safe * np.asarray(vj)[self.live_v]
+            cmd[self.live_idx] = np.where(np.isfinite(vals), vals, 0.0)
+        return cmd

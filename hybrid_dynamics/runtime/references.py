@@ -1,0 +1,109 @@
+"""Reference sources: what the controller tracks in each cycle (a gait following /cmd_vel
+and the morphology, the closed-chain biped's weight shift, or a hold where the robot stands).
+
+A source has ``update(t, q) -> (References, planned stance)``.
+"""
+from __future__ import annotations
+
+from typing import Mapping, Optional
+
+import numpy as np
+import yaml
+
+from ..control.balance import WeightShift, WeightShiftReference
+from ..control.locomotion import LocomotionConfig, LocomotionPlanner
+from ..control.references import OrientationTarget, References, Target
+from ..errors import InputError
+from ..model.morphology import Morphology, MorphologyMap
+
+
+def to_references(ref):
+    """A :class:`~hybrid_dynamics.control.locomotion.LocomotionReference` as the controller's
+    :class:`~hybrid_dynamics.control.references.References` (stance feet are contacts, swing
+    feet tracked)."""
+    return References(
+        com=Target(ref.com_position, ref.base_linear_velocity, ref.base_linear_acceleration),
+        base_orientation=OrientationTarget(ref.base_orientation, ref.base_angular_velocity),
+        swing_feet={f: Target(x.position, x.velocity, x.acceleration) for f, x in ref.feet.items() if not x.stance})
+
+
+class GaitCore:
+    """/cmd_vel and the morphology -> controller references and the planned stance, through
+    :class:`~hybrid_dynamics.control.locomotion.LocomotionPlanner` (the logic lives there).
+
+    The controller node owns one (``gait: true``) and calls :meth:`update` at the start of
+    each cycle with the estimate; the library scenario loop (sim/runner.py) uses the same
+    class, so both paths plan identically."""
+
+    def __init__(self, robot, config: Optional[Mapping] = None):
+        self.robot = robot
+        self.planner = LocomotionPlanner(robot, LocomotionConfig.from_dict(config))
+        self.frames = [c.frame for c in robot.contacts]
+        self.command = (0.0, 0.0, 0.0)
+        self.started = False
+        self.mmap: Optional[MorphologyMap] = None
+        self.reference = None
+        self.stance = {f: True for f in self.frames}
+
+    def set_command(self, vx: float, vy: float, wz: float) -> None:
+        vals = (float(vx), float(vy), float(wz))
+        if not all(np.isfinite(vals)):
+            return
+        self.command = vals
+        if self.started:
+            self.planner.set_command(*vals)
+
+    def set_morphology(self, morph: Morphology, t: float) -> None:
+        self.mmap = None if morph.is_healthy() else MorphologyMap(self.robot, morph)
+        if self.started:
+            self.planner.set_morphology(self.mmap, t)
+
+    def start(self, t: float, q: np.ndarray) -> None:
+        """Start standing where the robot is (``q`` healthy-size), then follow the command."""
+        self.planner.morphology_map = self.mmap
+        self.planner.reset(t, q)
+        self.planner.set_command(*self.command)
+        self.started = True
+
+    def update(self, t: float, q: np.ndarray):
+        """(References, planned stance: frame -> bool) at time ``t``."""
+        if not self.started:
+            self.start(t, q)
+        ref = self.planner.update(t)
+        self.reference = ref
+        self.stance = {f: ref.feet[f].stance if f in ref.feet else False for f in self.frames}
+        return to_references(ref), self.stance
+
+
+# ============================================================================ reference sources
+REFERENCE_SOURCES = ("gait", "weight_shift", "hold")
+
+
+def make_reference_source(robot, params: Mapping):
+    """(kind, source) for the controller node's ``references`` parameter (params.py):
+
+    - ``gait`` (or ``references`` empty and ``gait: true``): :class:`GaitCore`, the
+      locomotion planner following /cmd_vel and the morphology;
+    - ``weight_shift``: ``control.balance.WeightShiftReference`` (the closed-chain balance's
+      references: CoM held where the robot stands at the first cycle plus the lateral weight
+      shift of ``weight_shift`` (YAML of ``control.balance.WeightShift`` fields), every foot down);
+    - ``hold`` (or empty without a gait): None, the controller holds where it first stands.
+
+    A source has ``update(t, q) -> (References, stance)``."""
+    kind = str(params.get("references") or ("gait" if params.get("gait") else "hold"))
+    if kind not in REFERENCE_SOURCES:
+        raise InputError(f"references '{kind}' is not {', '.join(REFERENCE_SOURCES)}", field="references")
+
+    def mapping(key):
+        try:
+            data = yaml.safe_load(params.get(key) or "{}") or {}
+        except yaml.YAMLError as exc:
+            raise InputError(f"{key} is not YAML: {exc}", field=key) from None
+        if not isinstance(data, dict):
+            raise InputError(f"{key} must be a YAML mapping", field=key)
+        return data
+    if kind == "gait":
+        return kind, GaitCore(robot, mapping("gait_config"))
+    if kind == "weight_shift":
+        return kind, WeightShiftReference(robot, WeightShift.from_dict(mapping("weight_shift")))
+    return kind, None

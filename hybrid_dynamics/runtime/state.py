@@ -1,0 +1,178 @@
+"""Inputs -> full robot state, without rclpy: validated joint states and IMU samples become
+the floating-base estimate (passive joints of closed chains completed, contacts decided).
+
+Lock-step pairing and staleness are decided here too, so that the controller node, ``replay``
+and the library runs share one rule.
+"""
+from __future__ import annotations
+
+from collections import Counter, deque
+from typing import Dict, List, Mapping, Optional
+
+import numpy as np
+
+from ..estimation.base_estimator import BaseEstimator, BaseState, ImuSample
+from ..estimation.contact_state import ContactForceEstimator, ContactStateEstimator
+from ..estimation.passive_state import PassiveStateEstimator
+from ..model.morphology import Morphology, MorphologyMap
+from .inputs import JointStateBuffer, Rejected, parse_imu
+
+
+class StateCore:
+    """Inputs -> full state. ``params`` are the state_estimator's (params.py)."""
+
+    def __init__(self, robot, params: Mapping):
+        self.robot = robot
+        self.params = params
+        self.buffer = JointStateBuffer(robot.joint_names, robot.q_stand[7:])
+        self.imu: Optional[ImuSample] = None
+        self.imu_stamp = -np.inf
+        self.imu_history: deque = deque(maxlen=32)      # (stamp, sample), increasing stamps
+        self.first_js_stamp: Optional[float] = None
+        self.js_received = -np.inf
+        self.imu_received = -np.inf
+        self.estimator = BaseEstimator(robot, params.get("estimator"))
+        self.contacts = ContactStateEstimator(robot, params.get("contact_detection"))
+        self.force_estimator = ContactForceEstimator(robot)
+        self.stale_timeout = float(params.get("stale_timeout", 0.05))
+        self.rejected: Counter = Counter()
+        self.passive = _PassiveCompletion(robot) if robot.loops is not None else None
+        self.stance = {c.frame: True for c in robot.contacts}
+        self.schedule: Optional[Dict[str, bool]] = None    # planned contacts (a gait), if any
+        self.last: Optional[BaseState] = None
+        self.set_morphology(Morphology.healthy(robot))
+
+    # ---------------------------------------------------------------- morphology
+    def set_morphology(self, morph: Morphology) -> None:
+        self.map = MorphologyMap(self.robot, morph)
+        self.morphology = morph
+        frames = [c.frame for c in self.map.contacts]
+        self.estimator.set_active_contacts(frames)
+        self._active_frames = set(frames)
+        surviving = set(self.map.joint_names)
+        required = set(self.robot.actuated_joints) if self.passive is not None else set(self.robot.joint_names)
+        self._required = np.array([n in surviving and n in required for n in self.buffer.joints])
+
+    # ---------------------------------------------------------------- inputs
+    def add_joint_state(self, msg, now: float) -> Optional[Rejected]:
+        out = self.buffer.add(msg, now)
+        if out is None:
+            self.js_received = now
+            if self.first_js_stamp is None:
+                self.first_js_stamp = self.buffer.stamp
+        else:
+            self.rejected[out.kind] += 1
+        return out
+
+    def add_imu(self, msg, now: float) -> Optional[Rejected]:
+        out = parse_imu(msg)
+        if isinstance(out, Rejected):
+            self.rejected[out.kind] += 1
+            return out
+        stamp, sample = out
+        if stamp == 0.0:
+            stamp = now
+        if stamp < self.imu_stamp:
+            self.rejected["out_of_order"] += 1
+            return Rejected("out_of_order", f"IMU stamp {stamp:.6f} older than {self.imu_stamp:.6f}")
+        self.imu_stamp, self.imu, self.imu_received = stamp, sample, now
+        self.imu_history.append((stamp, sample))
+        return None
+
+    def imu_for(self, t: float) -> ImuSample:
+        """The IMU sample of time ``t``: the latest stamped at or before ``t`` (so that a
+        sample of the next step arriving first changes nothing), else the oldest kept."""
+        for stamp, sample in reversed(self.imu_history):
+            if stamp <= t:
+                return sample
+        return self.imu_history[0][1]
+
+    # ---------------------------------------------------------------- lock-step pairing
+    # One cycle per joint state, paired with the IMU sample of the same time whatever order
+    # the two arrive in (they travel on two topics): a joint state waits until an IMU sample
+    # stamped at or after it has arrived, or until the IMU is stale. The node and the replay
+    # run this same rule, so a run replays to identical commands.
+    pending: Optional[float] = None
+
+    def lockstep_after_joint_state(self) -> bool:
+        """Call after an accepted joint state: True if its cycle can run now."""
+        t = self.buffer.stamp
+        ref = self.imu_stamp if self.imu is not None else self.first_js_stamp
+        if self.imu_stamp >= t or t - ref > self.stale_timeout:
+            self.pending = None
+            return True
+        self.pending = t
+        return False
+
+    def lockstep_after_imu(self) -> bool:
+        """Call after an accepted IMU sample: True if a waiting joint state's cycle can run."""
+        if self.pending is not None and self.imu_stamp >= self.pending:
+            self.pending = None
+            return True
+        return False
+
+    def missing(self) -> List[str]:
+        return [n for n, s, r in zip(self.buffer.joints, self.buffer.seen, self._required) if r and not s]
+
+    def stale(self, now: float, use_stamps: bool = False) -> Optional[str]:
+        """Why the inputs cannot be used now, or None. With ``use_stamps`` the IMU's age is
+        judged against the joint-state stamp (deterministic: replay, lock-step runs)."""
+        if self.imu is None:
+            return "no IMU received"
+        missing = self.missing()
+        if missing:
+            return f"joints never received: {', '.join(missing[:4])}" + (" ..." if len(missing) > 4 else "")
+        if use_stamps:
+            age_imu = self.buffer.stamp - self.imu_stamp
+            age_js = 0.0
+        else:
+            age_imu = now - self.imu_received
+            age_js = now - self.js_received
+        if age_imu > self.stale_timeout:
+            return f"IMU stale ({1e3 * age_imu:.0f} ms)"
+        if age_js > self.stale_timeout:
+            return f"joint states stale ({1e3 * age_js:.0f} ms)"
+        return None
+
+    # ---------------------------------------------------------------- estimate
+    def estimate(self) -> BaseState:
+        """One estimator step at the joint-state stamp (requires :meth:`stale` to be None)."""
+        buf = self.buffer
+        qj, vj = buf.q, buf.v
+        t = buf.stamp
+        if self.passive is not None:
+            qj, vj = self.passive(qj, vj, t)
+        state = self.estimator.update(t, qj, vj, self.imu_for(t), self.stance)
+        # contacts for the next step: forces from efforts when every surviving joint has one
+        forces_z = None
+        planned = self.schedule is not None and self.contacts.config.mode in ("auto", "schedule")
+        if not planned and self.buffer.has_effort[self._required].all() and \
+                self.contacts.config.mode in ("auto", "force"):
+            f = self.force_estimator.forces(state.q, state.v, buf.tau)
+            forces_z = {k: float(x[2]) for k, x in f.items()}
+        heights = {k: float(p[2]) for k, p in state.feet.items()}
+        stance = self.contacts.update(heights=heights, forces_z=forces_z, schedule=self.schedule)
+        self.stance = {k: (s and k in self._active_frames) for k, s in stance.items()}
+        self.last = state
+        return state
+
+
+class _PassiveCompletion:
+    """The closed-chain passive-state completion (estimation/passive_state.py) as
+    ``(qj, vj, stamp) -> (qj, vj)`` on healthy-size joint vectors; the loop residual and
+    validity of the last call are kept for /diagnostics. Time-stamped: the Euler step spans
+    the true interval between joint states, with the gains of ``control.balance.
+    passive_estimator`` at that rate (the library balance loop's estimator)."""
+
+    def __init__(self, robot):
+        self.est = PassiveStateEstimator(robot)
+        names = robot.joint_names
+        self.ia = np.array([names.index(n) for n in self.est.actuated_joints], dtype=int)
+        self.residual = 0.0
+        self.valid = True
+        self.status = "ok"
+
+    def __call__(self, qj, vj, t=None):
+        out = self.est.update(qj[self.ia], vj[self.ia], t=t)
+        self.residual, self.valid, self.status = float(out.residual), bool(out.valid), out.status
+        return out.q[7:], out.v[6:]
