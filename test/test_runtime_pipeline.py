@@ -1,0 +1,120 @@
+"""runtime.Pipeline, without ROS: one cycle per joint state; the command obeys the rigid-body
+dynamics of the robot (Pinocchio's RNEA, independent of the QP's own formulation); a removed
+leg gets no torque from the very next cycle; stale inputs give the damping command."""
+from types import SimpleNamespace
+
+import numpy as np
+import pinocchio as pin
+import pytest
+
+from hybrid_dynamics.model.morphology import Morphology
+from hybrid_dynamics.model.robot import load_robot
+from hybrid_dynamics.ros import params as P
+from hybrid_dynamics.runtime.pipeline import Pipeline
+
+ROBOT = "jethexa"
+
+
+def _stamp(t):
+    return SimpleNamespace(sec=int(t), nanosec=int(round((t - int(t)) * 1e9)))
+
+
+def _imu(t):
+    return SimpleNamespace(header=SimpleNamespace(stamp=_stamp(t)),
+                           orientation=SimpleNamespace(x=0.0, y=0.0, z=0.0, w=1.0),
+                           orientation_covariance=[0.0] * 9,
+                           angular_velocity=SimpleNamespace(x=0.0, y=0.0, z=0.0),
+                           linear_acceleration=SimpleNamespace(x=0.0, y=0.0, z=9.81))
+
+
+def _joint_state(t, names, q, v):
+    return SimpleNamespace(header=SimpleNamespace(stamp=_stamp(t)), name=list(names),
+                           position=[float(x) for x in q], velocity=[float(x) for x in v], effort=[])
+
+
+@pytest.fixture(scope="module")
+def robot():
+    return load_robot(ROBOT)
+
+
+def _pipeline(robot, **overrides):
+    flat = P.defaults("whole_body_controller")
+    flat.update(robot=ROBOT, **overrides)
+    return Pipeline(robot, P.nested(flat))
+
+
+def _standing(robot):
+    q = robot.q_stand.copy()
+    data = robot.model.createData()
+    pin.framesForwardKinematics(robot.model, data, q)
+    q[2] -= min(data.oMf[robot.model.getFrameId(c.frame)].translation[2] for c in robot.contacts)
+    return q
+
+
+def _run(pipe, robot, q, steps, t0=1.0, v=None):
+    names = robot.actuated_joints
+    idx = [robot.joint_names.index(n) for n in names]
+    v = np.zeros(len(robot.joint_names)) if v is None else v
+    cycles = []
+    for k in range(steps):
+        t = t0 + 2e-3 * k
+        cycles.append(pipe.step(t, _joint_state(t, names, q[7:][idx], v[idx]), _imu(t), use_stamps=True))
+    return cycles
+
+
+def test_command_satisfies_the_rigid_body_dynamics(robot):
+    pipe = _pipeline(robot)
+    cycles = _run(pipe, robot, _standing(robot), 5)
+    last = cycles[-1]
+    assert last.safe_mode is None and last.error is None and last.output is not None
+    out, est = last.output, last.estimate
+    assert np.all(np.isfinite(last.command)) and np.abs(last.command).max() > 0.05   # it holds the robot up
+    # M dv + h = S^T tau + sum_c J_c^T f_c (contact points, world-aligned linear Jacobians)
+    model = robot.model
+    data = model.createData()
+    q, v = est.q, est.v
+    rhs = pin.rnea(model, data, q, v, out.dv)
+    pin.computeJointJacobians(model, data, q)
+    pin.framesForwardKinematics(model, data, q)
+    contact_sum = np.zeros(model.nv)
+    for c in robot.contacts:
+        fid = model.getFrameId(c.frame)
+        J = pin.getFrameJacobian(model, data, fid, pin.LOCAL_WORLD_ALIGNED)[:3]
+        contact_sum += J.T @ out.contact_forces.get(c.frame, np.zeros(3))
+    tau = np.zeros(model.nv)
+    for name, value in out.tau.items():
+        tau[model.joints[model.getJointId(name)].idx_v] = value
+    residual = rhs - contact_sum - tau
+    assert np.linalg.norm(rhs) > 1.0
+    assert np.abs(residual).max() < 1e-6 * max(1.0, np.abs(rhs).max())
+    # the command is the QP's torque, in the order of the ``joints`` parameter
+    assert np.allclose(last.command, [out.tau.get(n, 0.0) for n in pipe.control.joints])
+
+
+def test_removed_leg_gets_no_torque_from_the_next_cycle(robot):
+    pipe = _pipeline(robot)
+    q = _standing(robot)
+    _run(pipe, robot, q, 3)
+    leg = robot.legs[2]
+    pipe.set_morphology(Morphology.healthy(robot).remove_leg(leg.name), 1.01)
+    cycle, = _run(pipe, robot, q, 1, t0=1.01)
+    assert cycle.safe_mode is None
+    leg_joints = {robot.model.names[j] for j in leg.joints}
+    lost = [i for i, n in enumerate(pipe.control.joints) if n in leg_joints]
+    kept = [i for i in range(len(pipe.control.joints)) if i not in lost]
+    assert lost and np.all(cycle.command[lost] == 0.0)
+    assert np.abs(cycle.command[kept]).max() > 0.05
+    assert leg.contact_frame not in cycle.stance or not cycle.stance[leg.contact_frame]
+
+
+def test_stale_inputs_give_the_damping_command(robot):
+    pipe = _pipeline(robot)
+    names = robot.actuated_joints
+    v = np.linspace(-1.0, 1.0, len(names))
+    q = _standing(robot)[7:][[robot.joint_names.index(n) for n in names]]
+    cycle = pipe.step(1.0, _joint_state(1.0, names, q, v))          # no IMU yet
+    assert cycle.safe_mode == "no IMU received" and cycle.output is None
+    kd = pipe.control.kd_safe
+    assert kd > 0
+    expected = [-kd * v[names.index(n)] for n in pipe.control.joints]
+    assert np.allclose(cycle.command, expected) and np.abs(cycle.command).max() > 0
