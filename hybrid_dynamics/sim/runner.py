@@ -35,6 +35,7 @@ from ..control.controller import WholeBodyController
 from ..errors import InputError
 from ..estimation.base_estimator import BaseEstimator, ImuSample
 from ..estimation.damage_detector import DamageDetector
+from ..model.damage_events import apply_event
 from ..model.morphology import Morphology, MorphologyMap
 from ..runtime.references import GaitCore
 from .log import Log
