@@ -5,14 +5,18 @@ checked against MuJoCo's own passive joints, the CoM (Pinocchio on MuJoCo's conf
 against the support polygon of MuJoCo's sole corners, the actuator forces against the
 ball-screw limits. Standing still at the end, the quasi-static wrench estimate from the
 actuator forces MuJoCo applied recovers the robot's weight and MuJoCo's contact forces."""
+from dataclasses import dataclass
+
 import numpy as np
 import pinocchio as pin
 import pytest
 from scipy.spatial import ConvexHull
 
-from hybrid_dynamics.control.balance import WeightShift, run_balance
+from hybrid_dynamics.control.balance import WeightShift
 from hybrid_dynamics.estimation.wrench import WrenchEstimator
 from hybrid_dynamics.model.robot import load_robot
+from hybrid_dynamics.runtime.pipeline import Cycle, Pipeline
+from hybrid_dynamics.runtime.plant_loop import PlantLoop
 from hybrid_dynamics.sim.plant import ImuNoise, Plant
 from hybrid_dynamics.sim.scenario import load_scenario
 
@@ -20,18 +24,33 @@ SHIFT = WeightShift()        # 2 s still, 6 cm over the left foot and back, righ
 DURATION = 20.0              # the scenario's 20 s: 2 s still at the end (~6 s of wall time)
 
 
+@dataclass
+class Row:
+    cycle: Cycle
+    com_reference: np.ndarray
+    passive_valid: bool
+
+
 @pytest.fixture(scope="module")
 def run():
+    """The runtime Pipeline (references: weight_shift) closed around the MuJoCo plant."""
     sc = load_scenario("hybrid_biped_balance")
     assert sc.robot == "hybrid_biped" and sc.control_rate == 200.0
     assert sc.references == "weight_shift" and WeightShift.from_dict(sc.balance) == SHIFT   # the graph's too
     robot = load_robot(sc.robot)
     plant = Plant(robot, noise=ImuNoise.from_dict(sc.sensors), seed=sc.seed)
+    pipe = Pipeline(robot, {"references": "weight_shift", "controller": dict(sc.controller),
+                            "weight_shift": dict(sc.balance)})
+    assert pipe.references.shift == SHIFT
+    loop = PlantLoop(plant, pipe, sc.control_rate)
     m = robot.model
     d = m.createData()
     fids = [m.getFrameId(c.frame) for c in robot.contacts]
+    rows, observed = [], []
 
-    def observe(plant, out):
+    def after(cycle):
+        assert cycle.safe_mode is None, cycle.safe_mode
+        rows.append(Row(cycle, pipe.control.references.com.position.copy(), pipe.state.passive.valid))
         q = plant.q()
         pin.framesForwardKinematics(m, d, q)
         com = pin.centerOfMass(m, d, q).copy()
@@ -39,23 +58,21 @@ def run():
                              for f, c in zip(fids, robot.contacts)])
         hull = ConvexHull(corners[:, :2])
         margin = -np.max(hull.equations[:, :2] @ com[:2] + hull.equations[:, 2])
-        return {"q": q, "v": plant.v(), "com": com, "margin": margin, "effort": plant.joint_states()[3],
-                "contact_fz": plant.total_normal_force()}
+        observed.append({"q": q, "v": plant.v(), "com": com, "margin": margin, "effort": plant.joint_states()[3],
+                         "contact_fz": plant.total_normal_force()})
 
-    log = run_balance(plant, robot, DURATION, rate=sc.control_rate, controller=sc.controller, shift=SHIFT,
-                      observe=observe, keep_outputs=True)
-    return robot, plant, log
+    assert loop.run(DURATION, after=after) is None
+    return robot, plant, loop, rows, observed
 
 
 def test_stands_and_shifts_weight_with_com_inside_the_support_polygon(run):
-    robot, plant, log = run
-    obs = log.observed
+    robot, plant, loop, rows, obs = run
     z = np.array([o["q"][2] for o in obs])
     tilt = np.array([np.degrees(np.abs(pin.rpy.matrixToRpy(pin.Quaternion(o["q"][6], *o["q"][3:6])
                                                            .toRotationMatrix())[:2]).max()) for o in obs])
     com = np.array([o["com"] for o in obs])
     margin = np.array([o["margin"] for o in obs])
-    ref = np.array([out.com_reference for out in log.outputs])
+    ref = np.array([r.com_reference for r in rows])
     print(f"base height {z.min():.4f}..{z.max():.4f} m, tilt max {tilt.max():.2f} deg, CoM y "
           f"{com[:, 1].min():+.4f}..{com[:, 1].max():+.4f} m, support margin min {100 * margin.min():.2f} cm, "
           f"CoM tracking max {1e3 * np.abs(com[:, 1] - ref[:, 1]).max():.1f} mm")
@@ -66,53 +83,53 @@ def test_stands_and_shifts_weight_with_com_inside_the_support_polygon(run):
     assert com[:, 1].max() - y0 > 0.05 and y0 - com[:, 1].min() > 0.05
     assert np.abs(com[-1, 1] - y0) < 0.003
     assert np.abs(com[:, 1] - ref[:, 1]).max() < 0.005
-    assert not any(out.control.fallback for out in log.outputs)
-    est = 1e3 * np.array([out.estimate_time for out in log.outputs])
-    ctl = 1e3 * np.array([out.control_time for out in log.outputs])
+    assert not any(r.cycle.output.fallback for r in rows)
+    est = 1e3 * np.array([r.cycle.estimate_time for r in rows])
+    ctl = 1e3 * np.array([r.cycle.control_time for r in rows])
     cyc = est + ctl
-    print(f"cycle at {log.balance.rate:.0f} Hz (budget {1e3 / log.balance.rate:.1f} ms): estimation p50 "
+    print(f"cycle at {loop.rate:.0f} Hz (budget {1e3 / loop.rate:.1f} ms): estimation p50 "
           f"{np.median(est):.3f} ms, controller p50 {np.median(ctl):.3f} ms, total p50 {np.median(cyc):.3f} "
           f"p99 {np.percentile(cyc, 99):.3f} max {cyc.max():.3f} ms (printed, not asserted)")
 
 
 def test_passive_estimate_matches_mujoco_passive_joints(run):
-    robot, plant, log = run
-    kin = log.balance.kin
-    err = np.array([np.abs(out.passive.q[kin.qu] - o["q"][kin.qu]).max() for out, o in zip(log.outputs, log.observed)])
-    verr = np.array([np.abs(out.passive.v[kin.iu] - o["v"][kin.iu]).max() for out, o in zip(log.outputs, log.observed)])
+    robot, plant, loop, rows, obs = run
+    kin = loop.pipeline.state.passive.est.kin
+    err = np.array([np.abs(r.cycle.estimate.q[kin.qu] - o["q"][kin.qu]).max() for r, o in zip(rows, obs)])
+    verr = np.array([np.abs(r.cycle.estimate.v[kin.iu] - o["v"][kin.iu]).max() for r, o in zip(rows, obs)])
     print(f"passive joints vs MuJoCo: max {err.max():.2e} rad, p50 {np.median(err):.2e} rad; "
           f"rates max {verr.max():.2e} rad/s")
-    assert all(out.passive.valid for out in log.outputs)
+    assert all(r.passive_valid for r in rows)
     assert err.max() < 1e-3
 
 
 def test_actuator_forces_within_limits(run):
-    robot, plant, log = run
-    kin = log.balance.kin
-    F = np.array([out.control.tau_vector for out in log.outputs])
-    names = log.balance.controller.joint_names
+    robot, plant, loop, rows, obs = run
+    kin = loop.pipeline.state.passive.est.kin
+    F = np.array([r.cycle.output.tau_vector for r in rows])
+    names = loop.pipeline.control.controller.joint_names
     assert sorted(names) == sorted(kin.actuated_joints)
     limits = kin.force_limits()[[kin.actuated_joints.index(n) for n in names]]
     print(f"actuator forces |F| max {np.abs(F).max():.0f} N (limit {limits.min():.0f} N)")
     assert np.all(np.abs(F) <= limits * (1 + 1e-9))
     # MuJoCo applied them unclipped: the plant's effort echo is the command
-    effort = np.array([o["effort"] for o in log.observed])
+    effort = np.array([o["effort"] for o in obs])
     order = [plant.actuated_joints.index(n) for n in names]
     assert np.allclose(effort[:, order], F, atol=1e-9)
 
 
 def test_wrench_estimate_recovers_the_weight_standing_still_in_mujoco(run):
-    robot, plant, log = run
-    kin = log.balance.kin
+    robot, plant, loop, rows, obs = run
+    kin = loop.pipeline.state.passive.est.kin
     west = WrenchEstimator(robot, kin)
     weight = robot.total_mass() * 9.81
     totals, mujoco_fz = [], []
-    for out, o in list(zip(log.outputs, log.observed))[-40:]:           # the last 0.2 s, still
+    for r, o in list(zip(rows, obs))[-40:]:           # the last 0.2 s, still
         assert np.abs(o["v"][:6]).max() < 1e-2
         # the estimated configuration (actuators + passive estimate + base estimate) and the
         # actuator forces MuJoCo applied (its effort echo), in kin.actuated_joints order
         tau = o["effort"][[plant.actuated_joints.index(n) for n in kin.actuated_joints]]
-        est = west.estimate(out.state.q, tau)
+        est = west.estimate(r.cycle.estimate.q, tau)
         totals.append(sum(f[2] for f in est.foot_force.values()))
         mujoco_fz.append(o["contact_fz"])
     totals, mujoco_fz = np.array(totals), np.array(mujoco_fz)

@@ -145,7 +145,7 @@ class GraphRun:
 
     def _sim_params(self):
         sc = self.sc
-        # a closed chain starts as control.balance.run_balance does, from the standing pose
+        # a closed chain starts as the library loop (sim/runner.py) does, from the standing pose
         # with its feet on the floor: a joint PD cannot hold it up through its linear actuators
         settle = SETTLE_S if self.robot.loops is None else 0.0
         values = {"robot": self.robot.name, "publish_rate": float(sc.control_rate), "lockstep": True,

@@ -201,3 +201,70 @@ def parse_imu(msg):
     return stamp_to_sec(msg.header.stamp), ImuSample(quat / norm, np.array(vals[4:7], dtype=float),
                                                      np.array(vals[7:], dtype=float))
 
+
+
+# ---------------------------------------------------------------------------- in-process inputs
+# What a caller without ROS (the library scenario loop, the biped balance, tests) hands the
+# pipeline: plain objects with the fields of sensor_msgs/JointState and sensor_msgs/Imu, so
+# that every input goes through the same validation as a message from the wire.
+@dataclass
+class Stamp:
+    sec: int
+    nanosec: int
+
+
+@dataclass
+class Header:
+    stamp: Stamp
+
+
+@dataclass
+class Vector3:
+    x: float
+    y: float
+    z: float
+
+
+@dataclass
+class Quaternion:
+    x: float
+    y: float
+    z: float
+    w: float
+
+
+@dataclass
+class JointStateSample:
+    header: Header
+    name: Sequence[str]
+    position: np.ndarray
+    velocity: np.ndarray
+    effort: np.ndarray
+
+
+@dataclass
+class ImuReadingSample:
+    header: Header
+    orientation: Quaternion
+    angular_velocity: Vector3
+    linear_acceleration: Vector3
+    orientation_covariance: Tuple[float, ...] = ()
+
+
+def header(t: float) -> Header:
+    stamp = Stamp(0, 0)
+    sec_to_stamp(t, stamp)
+    return Header(stamp)
+
+
+def joint_state_sample(t: float, names: Sequence[str], q, v, effort=()) -> JointStateSample:
+    """The joint encoders at ``t`` as a JointState-shaped object."""
+    return JointStateSample(header(t), list(names), np.asarray(q, float), np.asarray(v, float),
+                            np.asarray(effort, float))
+
+
+def imu_sample(t: float, imu) -> ImuReadingSample:
+    """An IMU reading (``orientation`` xyzw, ``angular_velocity``, ``linear_acceleration``) at
+    ``t`` as an Imu-shaped object."""
+    o, w, a = (np.asarray(x, float) for x in (imu.orientation, imu.angular_velocity, imu.linear_acceleration))
+    return ImuReadingSample(header(t), Quaternion(*o), Vector3(*w), Vector3(*a))

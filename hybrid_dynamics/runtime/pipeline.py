@@ -9,16 +9,19 @@ scenario loop call; nothing else wires estimator, planner and controller togethe
     cycle = pipe.step(stamp, joint_state_msg) # -> Cycle(command, safe_mode, ...)
     pipe.set_morphology(morphology, t)        # every stage reassembles before the next cycle
 
-A cycle is split in two stages for callers that act between them (the library scenario loop
-runs the damage detector on the estimate before the controller): :meth:`Pipeline.estimate`
-then :meth:`Pipeline.command`; :meth:`Pipeline.step` is the two in order, with the safe mode
-(damping) when the inputs are stale or the cycle fails. Nothing here imports rclpy: messages
-are duck-typed (``runtime/inputs.py`` validates them).
+A cycle has two stages, :meth:`Pipeline.estimate` then :meth:`Pipeline.command`;
+:meth:`Pipeline.step` runs the two in order, with the safe mode (damping) when the inputs are
+stale or the cycle fails. Between them it calls the :attr:`Pipeline.estimate_hooks`
+(``hook(t, estimate)``): a damage detector that changes the morphology there has the
+controller reassembled in the same cycle, and checks on the estimate plug in the same way.
+Nothing here imports rclpy: messages are duck-typed (``runtime/inputs.py`` validates them,
+and builds message-shaped inputs for callers without ROS).
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
-from typing import Dict, Mapping, Optional
+from typing import Callable, Dict, List, Mapping, Optional
 
 import numpy as np
 
@@ -37,7 +40,8 @@ CYCLE_ERRORS = (FloatingPointError, np.linalg.LinAlgError, ValueError)
 class Cycle:
     """What one :meth:`Pipeline.step` produced. ``command`` is a view on a preallocated
     array (copy it to keep it); ``safe_mode`` says why the damping command was sent (None
-    when the QP ran); ``error`` is set when the cycle failed (the estimator was reset)."""
+    when the QP ran); ``error`` is set when the cycle failed (the estimator was reset);
+    ``estimate_time`` and ``control_time`` are the two stages' wall times (s)."""
     command: np.ndarray
     safe_mode: Optional[str] = None
     error: Optional[str] = None
@@ -45,6 +49,8 @@ class Cycle:
     stance: Dict[str, bool] = field(default_factory=dict)
     output: Optional[ControlOutput] = None
     rejected: Optional[Rejected] = None
+    estimate_time: float = 0.0
+    control_time: float = 0.0
 
 
 class Pipeline:
@@ -63,6 +69,8 @@ class Pipeline:
         self.reference_kind, self.references = make_reference_source(robot, params)
         self.gait: Optional[GaitCore] = self.references if self.reference_kind == "gait" else None
         self.morphology = Morphology.healthy(robot)
+        self.stance: Dict[str, bool] = dict(self.state.stance)
+        self.estimate_hooks: List[Callable[[float, BaseState], None]] = []
 
     # ---------------------------------------------------------------- inputs
     def add_joint_state(self, msg, now: float) -> Optional[Rejected]:
@@ -115,9 +123,13 @@ class Pipeline:
             rejected = self.add_joint_state(joint_state, stamp) or rejected
         reason = self.state.stale(stamp, use_stamps=use_stamps)
         error = est = None
+        t0 = t1 = time.perf_counter()
         if reason is None:
             try:
                 est = self.estimate()
+                for hook in self.estimate_hooks:
+                    hook(self.state.buffer.stamp, est)
+                t1 = time.perf_counter()
                 cmd = self.command(est)
             except CYCLE_ERRORS as exc:
                 self.state.estimator.reset()
@@ -125,4 +137,5 @@ class Pipeline:
                 reason = f"cycle failed: {exc}"
         if reason is not None:
             return Cycle(self.control.safe(self.state.buffer.v), reason, error, rejected=rejected)
-        return Cycle(cmd, None, None, est, self.stance, self.control.last_output, rejected)
+        return Cycle(cmd, None, None, est, self.stance, self.control.last_output, rejected,
+                     t1 - t0, time.perf_counter() - t1)

@@ -95,13 +95,15 @@ def make_reference_source(robot, params: Mapping):
         raise InputError(f"references '{kind}' is not {', '.join(REFERENCE_SOURCES)}", field="references")
 
     def mapping(key):
-        try:
-            data = yaml.safe_load(params.get(key) or "{}") or {}
-        except yaml.YAMLError as exc:
-            raise InputError(f"{key} is not YAML: {exc}", field=key) from None
-        if not isinstance(data, dict):
-            raise InputError(f"{key} must be a YAML mapping", field=key)
-        return data
+        value = params.get(key) or {}
+        if isinstance(value, str):          # a ROS parameter holds it as YAML text
+            try:
+                value = yaml.safe_load(value) or {}
+            except yaml.YAMLError as exc:
+                raise InputError(f"{key} is not YAML: {exc}", field=key) from None
+        if not isinstance(value, Mapping):
+            raise InputError(f"{key} must be a mapping", field=key)
+        return dict(value)
     if kind == "gait":
         return kind, GaitCore(robot, mapping("gait_config"))
     if kind == "weight_shift":

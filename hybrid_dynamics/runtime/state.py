@@ -135,6 +135,9 @@ class StateCore:
         return None
 
     # ---------------------------------------------------------------- estimate
+    def _set_stance(self, stance: Mapping[str, bool]) -> None:
+        self.stance = {k: (s and k in self._active_frames) for k, s in stance.items()}
+
     def estimate(self) -> BaseState:
         """One estimator step at the joint-state stamp (requires :meth:`stale` to be None)."""
         buf = self.buffer
@@ -142,17 +145,17 @@ class StateCore:
         t = buf.stamp
         if self.passive is not None:
             qj, vj = self.passive(qj, vj, t)
-        state = self.estimator.update(t, qj, vj, self.imu_for(t), self.stance)
-        # contacts for the next step: forces from efforts when every surviving joint has one
-        forces_z = None
         planned = self.schedule is not None and self.contacts.config.mode in ("auto", "schedule")
-        if not planned and self.buffer.has_effort[self._required].all() and \
-                self.contacts.config.mode in ("auto", "force"):
-            f = self.force_estimator.forces(state.q, state.v, buf.tau)
-            forces_z = {k: float(x[2]) for k, x in f.items()}
-        heights = {k: float(p[2]) for k, p in state.feet.items()}
-        stance = self.contacts.update(heights=heights, forces_z=forces_z, schedule=self.schedule)
-        self.stance = {k: (s and k in self._active_frames) for k, s in stance.items()}
+        if planned:         # the plan of the last cycle holds now: the feet it put down are down
+            self._set_stance(self.contacts.update(schedule=self.schedule))
+        state = self.estimator.update(t, qj, vj, self.imu_for(t), self.stance)
+        if not planned:     # contacts for the next step, from efforts (every surviving joint) or heights
+            forces_z = None
+            if self.buffer.has_effort[self._required].all() and self.contacts.config.mode in ("auto", "force"):
+                f = self.force_estimator.forces(state.q, state.v, buf.tau)
+                forces_z = {k: float(x[2]) for k, x in f.items()}
+            heights = {k: float(p[2]) for k, p in state.feet.items()}
+            self._set_stance(self.contacts.update(heights=heights, forces_z=forces_z))
         self.last = state
         return state
 
@@ -161,8 +164,8 @@ class _PassiveCompletion:
     """The closed-chain passive-state completion (estimation/passive_state.py) as
     ``(qj, vj, stamp) -> (qj, vj)`` on healthy-size joint vectors; the loop residual and
     validity of the last call are kept for /diagnostics. Time-stamped: the Euler step spans
-    the true interval between joint states, with the gains of ``control.balance.
-    passive_estimator`` at that rate (the library balance loop's estimator)."""
+    the true interval between joint states, the estimator's gains capped at that interval
+    (``alpha dt <= 1``, ``beta dt <= 1``: at 200 Hz, alpha 100 and beta 200 per second)."""
 
     def __init__(self, robot):
         self.est = PassiveStateEstimator(robot)

@@ -1,16 +1,16 @@
-"""Run a scenario: MuJoCo plant, state estimator, locomotion, whole-body QP controller, damage
-detector and morphology manager, in one process, headless, with a progress line.
+"""Run a scenario in one process, headless, with a progress line: the MuJoCo plant driven by
+the control :class:`~hybrid_dynamics.runtime.pipeline.Pipeline` (runtime/plant_loop.py), with
+the damage detector and the morphology manager beside it.
 
 One control cycle (``control_rate``, 200 Hz by default; the plant steps at its MJCF timestep,
 1 kHz, holding the torques in between, as an effort interface does):
 
-  sensors (actuated joint encoders, IMU)            -> plant.joint_states(), plant.imu()
   damage happens to the plant at ``damage.at``      -> plant.remove_links / lock_joint
-  declared damage: the morphology manager is told   -> every consumer reassembles now
-  base estimate (IMU + stance-leg kinematics KF)    -> estimation.BaseEstimator
+  declared damage: the morphology manager is told   -> Pipeline.set_morphology, detector
+  sensors (actuated joint encoders, IMU)            -> Pipeline.step: estimate
   damage detector (momentum observer, per leg)      -> a detection is a morphology change
-  locomotion references at /cmd_vel                 -> control.locomotion.LocomotionPlanner
-  QP inverse dynamics with friction cones           -> control.controller.WholeBodyController
+  references (gait at /cmd_vel, or weight shift)    -> Pipeline.step: references
+  QP inverse dynamics with friction cones           -> Pipeline.step: command
   /effort_controller/commands                       -> plant.set_torques()
 
 The controller sees the *estimated* state only; ground truth goes to the bag and the plots.
@@ -30,14 +30,12 @@ from typing import Optional
 import numpy as np
 import pinocchio as pin
 
-from ..control.balance import WeightShift, run_balance
-from ..control.controller import WholeBodyController
 from ..errors import InputError
-from ..estimation.base_estimator import BaseEstimator, ImuSample
 from ..estimation.damage_detector import DamageDetector
 from ..model.damage_events import apply_event
-from ..model.morphology import Morphology, MorphologyMap
-from ..runtime.references import GaitCore
+from ..model.morphology import Morphology
+from ..runtime.pipeline import Pipeline
+from ..runtime.plant_loop import PlantLoop
 from .log import Log
 from .plant import ImuNoise, Plant
 from .recording import BagRecorder, closed_chain_figures
@@ -63,32 +61,29 @@ class ScenarioRun:
     # ------------------------------------------------------------------ set-up
     def _build(self):
         sc, robot = self.sc, self.robot
-        self.plant = Plant(robot, noise=ImuNoise.from_dict(sc.sensors), seed=sc.seed)
-        self.estimator = BaseEstimator(robot)
-        self.detector = DamageDetector(robot, sc.detector)
-        self.gait = self.controller = None
-        if sc.references == "gait":
-            self.gait = GaitCore(robot, sc.locomotion)
-            self.controller = WholeBodyController(robot, dict(sc.controller))
-        elif sc.references != "weight_shift":
+        if sc.references not in ("gait", "weight_shift"):
             raise InputError(f"--library runs references gait or weight_shift, not '{sc.references}'",
                              file=str(sc.path), field="references")
+        if sc.references == "weight_shift" and robot.loops is None:
+            raise InputError("references: weight_shift is the closed-chain balance: the robot has no loops",
+                             file=str(sc.path), field="references")
+        self.plant = Plant(robot, noise=ImuNoise.from_dict(sc.sensors), seed=sc.seed)
+        self.pipeline = Pipeline(robot, {"references": sc.references, "controller": dict(sc.controller),
+                                         "gait_config": dict(sc.locomotion), "weight_shift": dict(sc.balance)})
+        self.detector = DamageDetector(robot, sc.detector)
+        if sc.references == "gait":
+            self.pipeline.estimate_hooks.append(self._detect)
+        self.loop = PlantLoop(self.plant, self.pipeline, sc.control_rate)
         self.morphology = Morphology.healthy(robot)
-        self.mmap: Optional[MorphologyMap] = None
         self.frames = [c.frame for c in robot.contacts]
         self.log.forces = {f: [] for f in self.frames}
-        self.foot_geoms = {c.frame: c.frame for c in robot.contacts}
 
     def _set_morphology(self, morph: Morphology, t: float, source: str) -> None:
         """The morphology manager: every consumer reassembles before its next cycle."""
         if morph == self.morphology:
             return
         self.morphology = morph
-        self.mmap = None if morph.is_healthy() else MorphologyMap(self.robot, morph)
-        mmap = self.mmap if self.mmap is not None else MorphologyMap(self.robot, morph)
-        self.controller.set_morphology(self.mmap)
-        self.gait.set_morphology(morph, t)
-        self.estimator.set_active_contacts([c.frame for c in mmap.contacts])
+        self.pipeline.set_morphology(morph, t)
         self.detector.set_morphology(morph, t)
         self.log.events.append({"t": round(t, 4), "kind": "morphology", "source": source,
                                 "morphology": morph.describe()})
@@ -101,15 +96,30 @@ class ScenarioRun:
         morph = self.morphology
         for event in self.sc.damage_events:
             morph = apply_event(morph, event, current_angle=lambda j: float(plant.q()[7 + plant.joint_names.index(j)]))
-        sizes = morph.sizes
-        for leg, kept in morph.links_kept:
-            if kept < sizes[leg]:
-                plant.remove_links(leg, kept + 1)
-        for joint, angle in morph.locked:
-            plant.lock_joint(joint, angle)
+        plant.apply_morphology(morph)
         self.log.events.append({"t": round(t, 4), "kind": "damage", "morphology": morph.describe(),
                                 "declared": self.declared})
         return morph
+
+    def _detect(self, t: float, state) -> None:
+        """Estimate hook: the damage detector on the estimate and the torques applied since
+        the last cycle; a detection is a morphology change before this cycle's command."""
+        detections = self.detector.update(t, state.q, state.v, self.pipeline.state.buffer.tau,
+                                          self.pipeline.state.stance)
+        if not detections:
+            return
+        if self.detection_t is None:
+            self.detection_t = t
+        morph = self.morphology
+        for detection in detections:
+            self.log.events.append({"t": round(t, 4), "kind": "detection", "what": detection.describe(),
+                                    "onset": round(detection.onset, 4)})
+            try:
+                morph = detection.apply(morph)
+            except InputError as exc:
+                self.log.events.append({"t": round(t, 4), "kind": "rejected", "what": str(exc)})
+        if not self.declared:
+            self._set_morphology(morph, t, "detected")
 
     # ------------------------------------------------------------------ the run
     def run(self) -> dict:
@@ -153,29 +163,23 @@ class ScenarioRun:
         return self.morphology.describe()
 
     def _loop(self) -> str:
-        if self.sc.references == "weight_shift":
-            return self._balance_loop()
+        """The gait settles on the standing pose first (joint PD, every foot down when control
+        starts) and plans its footholds where the feet are; a closed chain starts unsettled
+        (the graph does the same). A fall stops the run."""
         sc, plant, robot = self.sc, self.plant, self.robot
-        dt_plant = plant.timestep
-        decimation = max(1, int(round(1.0 / (sc.control_rate * dt_plant))))
-        # settle on the standing pose (joint PD) so that every foot is down when control starts
-        plant.settle(robot.q_stand, SETTLE_S)
+        balance = sc.references == "weight_shift"
+        if not balance:
+            plant.settle(robot.q_stand, SETTLE_S)
+            cmd = sc.cmd_vel
+            self.pipeline.set_command(cmd["linear_x"], cmd["linear_y"], cmd["angular_z"])
+            self.pipeline.gait.start(plant.time, plant.q())
         t_start = plant.time
         self.stand_height = plant.q()[2]
-        cmd = sc.cmd_vel
-        self.gait.set_command(cmd["linear_x"], cmd["linear_y"], cmd["angular_z"])
-        self.gait.start(t_start, plant.q())        # footholds: where the feet are now
-        end = t_start + self.duration
         damage_time = None if sc.damage_at is None else t_start + sc.damage_at
-        last_print = -1.0
-        wall0 = time.perf_counter()
-        stance = {f: True for f in self.frames}
-        while plant.time < end - 1e-9:
-            t = plant.time
-            # ---- sensors
-            names, qj, vj, effort = plant.joint_states()
-            imu = plant.imu()
-            # ---- damage to the robot, and the manager told (or not)
+        rows = {"t": [], "q": [], "q_est": [], "F": []}
+        progress = {"printed": -1.0, "wall0": time.perf_counter()}
+
+        def damage(t: float) -> None:
             if damage_time is not None and self.t_damage is None and t >= damage_time - 1e-9:
                 self.t_damage = t
                 self.true_morphology = self._damage_plant(t)
@@ -183,60 +187,47 @@ class ScenarioRun:
                     self.bag.string("/morphology_manager/damage", t, json.dumps(sc.damage_events))
                 if self.declared:
                     self._set_morphology(self.true_morphology, t, "declared")
-            # ---- state estimate (healthy-size joint vectors; removed joints are ignored)
-            state = self.estimator.update(t, qj, vj, ImuSample(imu.orientation, imu.angular_velocity,
-                                                               imu.linear_acceleration), stance)
-            # ---- damage detection from the commanded torques applied since the last cycle
-            detections = self.detector.update(t, state.q, state.v, effort, stance)
-            if detections:
-                if self.detection_t is None:
-                    self.detection_t = t
-                morph = self.morphology
-                for detection in detections:
-                    self.log.events.append({"t": round(t, 4), "kind": "detection", "what": detection.describe(),
-                                            "onset": round(detection.onset, 4)})
-                    try:
-                        morph = detection.apply(morph)
-                    except InputError as exc:
-                        self.log.events.append({"t": round(t, 4), "kind": "rejected", "what": str(exc)})
-                if not self.declared:
-                    self._set_morphology(morph, t, "detected")
-            # ---- locomotion and control
-            refs, stance = self.gait.update(t, state.q)
-            q, v = state.q, state.v
-            if self.mmap is not None:
-                q, v = self.mmap.reduce_q(q), self.mmap.reduce_v(v)
-            feet = self.gait.reference.feet
-            out = self.controller.update(q, v, {f: s for f, s in stance.items() if f in feet}, refs)
-            plant.set_torques(out.tau)
-            # ---- record
-            self._record(t, state, out, names, qj, vj, imu, self.controller.joint_names)
-            plant.step(decimation)
-            # ---- stop on a fall
+
+        def after(cycle) -> Optional[str]:
+            t = plant.time
+            self._record(t, cycle)
+            if balance and cycle.estimate is not None:
+                rows["t"].append(t)
+                rows["q"].append(plant.q())
+                rows["q_est"].append(cycle.estimate.q.copy())
+                rows["F"].append(cycle.command.tolist())
             lg = self.log
-            if abs(np.degrees(lg.rpy[-1][0])) > FALL_TILT_DEG or abs(np.degrees(lg.rpy[-1][1])) > FALL_TILT_DEG:
+            if max(abs(np.degrees(lg.rpy[-1][0])), abs(np.degrees(lg.rpy[-1][1]))) > FALL_TILT_DEG:
                 return f"fell: tilt over {FALL_TILT_DEG:.0f} deg at t = {t - t_start:.2f} s"
             if lg.pos[-1][2] < FALL_HEIGHT_FRACTION * self.stand_height:
                 return f"fell: base height {lg.pos[-1][2]:.3f} m at t = {t - t_start:.2f} s"
-            if self.progress and plant.time - last_print >= 0.5:
-                last_print = plant.time
-                rtf = (plant.time - t_start) / max(time.perf_counter() - wall0, 1e-9)
-                progress_line(sc.name, plant.time - t_start, self.duration, lg.pos[-1][0] - lg.pos[0][0], rtf,
+            if self.progress and t - progress["printed"] >= 0.5:
+                progress["printed"] = t
+                rtf = (t - t_start) / max(time.perf_counter() - progress["wall0"], 1e-9)
+                axis = 1 if balance else 0
+                progress_line(sc.name, t - t_start, self.duration, lg.pos[-1][axis] - lg.pos[0][axis], rtf,
                               self.morphology.describe())
-        return "completed"
+            return None
 
-    def _record(self, t, state, out, names, qj, vj, imu, cmd_names) -> None:
-        lg, plant = self.log, self.plant
+        reason = self.loop.run(self.duration, before=damage, after=after) or "completed"
+        if rows["t"]:
+            metrics, self.balance_series = closed_chain_figures(robot, rows["t"], rows["q"], rows["q_est"], rows["F"])
+            self.extra_summary = metrics
+        return reason
+
+    def _record(self, t: float, cycle) -> None:
+        lg, plant, pipe = self.log, self.plant, self.pipeline
+        state, out = pipe.state.last, cycle.output
         gt = plant.ground_truth()
         R = pin.Quaternion(gt.orientation[3], *gt.orientation[:3]).toRotationMatrix()
         lg.t.append(t)
         lg.pos.append(gt.position)
         lg.rpy.append(pin.rpy.matrixToRpy(R))
-        lg.est_pos.append(state.q[:3].copy())
-        lg.solve_ms.append(out.solve_time * 1e3)
-        lg.cycle_ms.append(out.cycle_time * 1e3)
-        lg.fallback.append(bool(out.fallback))
-        lg.infeasible.append(bool(out.infeasible))
+        lg.est_pos.append(state.q[:3].copy() if state is not None else np.full(3, np.nan))
+        lg.solve_ms.append(out.solve_time * 1e3 if out is not None else np.nan)
+        lg.cycle_ms.append(out.cycle_time * 1e3 if out is not None else np.nan)
+        lg.fallback.append(out is None or bool(out.fallback))
+        lg.infeasible.append(out is not None and bool(out.infeasible))
         lg.statistic.append(self.detector.statistic if self.detector.testing else np.nan)
         lg.legs_alive.append(sum(1 for _, k in (self.true_morphology or self.morphology).links_kept if k > 0))
         forces = plant.contact_forces()
@@ -244,66 +235,20 @@ class ScenarioRun:
             lg.forces[f].append(np.asarray(forces.get(f, np.zeros(3)), float))
         bag = self.bag
         if bag is not None:
+            names, qj, vj, _, imu = self.loop.sensors
             bag.clock(t)
             bag.joint_states(t, names, qj, vj, plant.joint_states()[3])
             bag.imu(t, self.robot.imu_frame or "imu_link", imu.orientation, imu.angular_velocity, imu.linear_acceleration)
             bag.odometry("/sim/ground_truth/odometry", t, gt.position, gt.orientation, gt.linear_velocity, gt.angular_velocity)
-            Rs = pin.Quaternion(state.q[6], *state.q[3:6]).toRotationMatrix()
-            bag.odometry("/state_estimator/odometry", t, state.q[:3], state.q[3:7], Rs @ state.v[:3], state.v[3:6])
-            bag.array("/effort_controller/commands", t, [out.tau.get(n, 0.0) for n in cmd_names])
-            bag.array("/whole_body_controller/contact_forces", t,
-                      np.concatenate([out.contact_forces.get(f, np.zeros(3)) for f in self.frames]))
+            if state is not None:
+                Rs = pin.Quaternion(state.q[6], *state.q[3:6]).toRotationMatrix()
+                bag.odometry("/state_estimator/odometry", t, state.q[:3], state.q[3:7], Rs @ state.v[:3], state.v[3:6])
+            bag.array("/effort_controller/commands", t, cycle.command)
+            if out is not None:
+                bag.array("/whole_body_controller/contact_forces", t,
+                          np.concatenate([out.contact_forces.get(f, np.zeros(3)) for f in self.frames]))
             c = self.sc.cmd_vel
             bag.twist(t, c["linear_x"], c["linear_y"], c["angular_z"])
-
-
-    def _balance_loop(self) -> str:
-        """``references: weight_shift``: control.balance.run_balance on the plant (the closed-
-        chain balance: passive-state estimator, base estimator, weight-shift references, QP),
-        recorded as the gait loop records; a fall stops it. Closed chains start unsettled
-        (the graph does the same)."""
-        sc, plant, robot = self.sc, self.plant, self.robot
-        if robot.loops is None:
-            raise InputError("references: weight_shift is the closed-chain balance: the robot has no loops",
-                             file=str(sc.path), field="references")
-        t_start = plant.time
-        self.stand_height = plant.q()[2]
-        rows = {"t": [], "q": [], "q_est": [], "F": []}
-        last_print = [-1.0]
-        wall0 = time.perf_counter()
-
-        class Fell(Exception):
-            pass
-
-        def observe(plant, out):
-            t = plant.time
-            names, qj, vj, _ = plant.joint_states()
-            imu = plant.imu()
-            self._record(t, out.state, out.control, names, qj, vj, imu, robot.actuated_joints)
-            rows["t"].append(t)
-            rows["q"].append(plant.q())
-            rows["q_est"].append(out.state.q.copy())
-            rows["F"].append([out.tau.get(n, 0.0) for n in robot.actuated_joints])
-            lg = self.log
-            if max(abs(np.degrees(lg.rpy[-1][0])), abs(np.degrees(lg.rpy[-1][1]))) > FALL_TILT_DEG:
-                raise Fell(f"fell: tilt over {FALL_TILT_DEG:.0f} deg at t = {t - t_start:.2f} s")
-            if lg.pos[-1][2] < FALL_HEIGHT_FRACTION * self.stand_height:
-                raise Fell(f"fell: base height {lg.pos[-1][2]:.3f} m at t = {t - t_start:.2f} s")
-            if self.progress and t - last_print[0] >= 0.5:
-                last_print[0] = t
-                rtf = (t - t_start) / max(time.perf_counter() - wall0, 1e-9)
-                progress_line(sc.name, t - t_start, self.duration, lg.pos[-1][1] - lg.pos[0][1], rtf, "healthy")
-
-        reason = "completed"
-        try:
-            run_balance(plant, robot, self.duration, rate=sc.control_rate, controller=sc.controller,
-                        shift=WeightShift.from_dict(sc.balance), observe=observe)
-        except Fell as exc:
-            reason = str(exc)
-        if rows["t"]:
-            metrics, self.balance_series = closed_chain_figures(robot, rows["t"], rows["q"], rows["q_est"], rows["F"])
-            self.extra_summary = metrics
-        return reason
 
 
 # ---------------------------------------------------------------------- shared by both runners
