@@ -21,7 +21,7 @@ import numpy as np
 from ..errors import InputError
 from ..model.morphology import Morphology
 from .lie import check_quaternion
-from .tree import Coordinates, TreeData, _maps as coordinate_maps
+from .compiled_tree import Coordinates, TreeData, _maps as coordinate_maps
 
 _TREES = {}
 

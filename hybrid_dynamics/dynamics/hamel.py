@@ -25,7 +25,7 @@ Two forms:
   xi'_k = Ad_{e^{xi_1 th_1}...e^{xi_k th_k}} xi_k gives exactly the corrected (40) and (43).
   Gravity by (9) (which does depend on the leg angles), tip Jacobians by (11), forward
   dynamics by the arrowhead Schur complement, inverse dynamics by (6). Its tree is the
-  compiled one (:class:`~hybrid_dynamics.dynamics.tree.CompiledTree`): links with x_ij = 0
+  compiled one (:class:`~hybrid_dynamics.dynamics.compiled_tree.CompiledTree`): links with x_ij = 0
   are absent, locked joints merged into their parents.
 
 * :class:`HamelFast` is the precomputed per-leg-type form (section 2.9), vectorised instead of
@@ -45,7 +45,7 @@ from typing import List, Optional
 import numpy as np
 
 from .engine import ModularEngine, tree_data
-from .tree import _SEQ
+from .compiled_tree import _SEQ
 from .lie import Ad, Ad_inv, ad, cross3, force_cross, quat_to_rot, skew, skew_b, vee3
 
 GRAVITY = np.array([0.0, 0.0, -9.81])
