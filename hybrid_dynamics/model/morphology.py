@@ -25,7 +25,7 @@ State transfer across a change (:meth:`MorphologyMap.transfer`), the documented 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, Optional, Tuple
 
 import numpy as np
 import pinocchio as pin
@@ -63,14 +63,6 @@ class Morphology:
     @property
     def locked_joints(self) -> Dict[str, float]:
         return dict(self.locked)
-
-    def leg_exists(self, leg: str) -> bool:
-        """Farghdani et al.'s (2025) leg number x̄_i: 1 if any link of the leg remains."""
-        return self.kept[leg] > 0
-
-    def link_existence(self) -> Dict[str, List[int]]:
-        """Farghdani et al.'s (2025) existence vectors 𝔛_leg_i (1 for a link that exists)."""
-        return {leg: [1] * k + [0] * (self.sizes[leg] - k) for leg, k in self.links_kept}
 
     def is_healthy(self) -> bool:
         return self.links_kept == self.leg_sizes and not self.locked
@@ -212,7 +204,3 @@ class MorphologyMap:
                 q_full[self.robot.model.joints[j].idx_q] = angle
         v_full = self.expand_v(v)
         return new.reduce_q(q_full), new.reduce_v(v_full)
-
-    def masked_vectors(self, q: np.ndarray, v: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
-        """Healthy-size (q, v) for evaluating :attr:`model` (the zero-inertia healthy model)."""
-        return self.expand_q(q), self.expand_v(v)

@@ -28,7 +28,7 @@ MuJoCo's model-editing API, so damage is a change of values at run time, not a r
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, Iterable, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence
 
 import mujoco
 import numpy as np
@@ -377,11 +377,3 @@ class Plant:
         self.data.time = t
         self.data.qacc_warmstart[:] = warm
         mujoco.mj_forward(self.model, self.data)
-
-
-def contact_geoms(plant: Plant) -> Iterable[str]:
-    """Names of the geoms that can touch the floor."""
-    m = plant.model
-    for g in range(m.ngeom):
-        if m.geom_bodyid[g] != 0 and (m.geom_contype[g] or m.geom_conaffinity[g]):
-            yield mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_GEOM, g) or f"geom{g}"
