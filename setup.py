@@ -8,9 +8,9 @@ PACKAGE = "hybrid_dynamics"
 
 # ros2 run hybrid_dynamics <node>; `hybrid-dynamics` is the command line tool
 NODES = {
-    "state_estimator": "hybrid_dynamics.ros.nodes:state_estimator_main",
-    "whole_body_controller": "hybrid_dynamics.ros.nodes:whole_body_controller_main",
-    "morphology_manager": "hybrid_dynamics.ros.nodes:morphology_manager_main",
+    "state_estimator": "hybrid_dynamics.ros.state_estimator:main",
+    "whole_body_controller": "hybrid_dynamics.ros.whole_body_controller:main",
+    "morphology_manager": "hybrid_dynamics.ros.morphology_manager:main",
     "mujoco_sim": "hybrid_dynamics.ros.sim_node:main",
 }
 

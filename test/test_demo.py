@@ -10,7 +10,7 @@ import pytest
 from rosbags.rosbag2 import Reader
 from rosbags.typesys import Stores, get_typestore
 
-from hybrid_dynamics.sim.recording import read_topics
+from hybrid_dynamics.sim.bagfile import bag_info
 
 SUMMARY_KEYS = ("distance_before_damage_m", "distance_after_damage_m", "max_abs_roll_deg", "max_abs_pitch_deg",
                 "min_base_height_m", "fell", "qp_p99_ms", "fallbacks", "infeasible", "detection_latency_s",
@@ -74,7 +74,7 @@ def test_damage_s1_walks_on_and_writes_everything(cli, tmp_path):
         assert (tmp_path / name).stat().st_size > 10_000, name
     bag = tmp_path / "bag"
     assert (bag / "metadata.yaml").is_file() and list(bag.glob("*.mcap"))
-    topics = read_topics(bag)
+    topics = {name: entry["count"] for name, entry in bag_info(bag)["topics"].items()}
     # lock-step at 200 Hz for 7 s: one joint state, one command, one estimate per period
     for topic in GRAPH_TOPICS:
         assert 7 * 200 - 5 <= topics[topic] <= 7 * 200 + 5, (topic, topics)
@@ -109,7 +109,7 @@ def test_undeclared_damage_is_detected_through_the_graph(cli, tmp_path):
     assert s["completed"] and not s["fell"] and s["false_detections"] == 0
     assert s["detection_latency_s"] is not None and 0 < s["detection_latency_s"] < 0.5
     assert s["final_morphology"] == "leg3 removed; leg4 removed"
-    assert read_topics(tmp_path / "bag")["/morphology_manager/damage"] == 0
+    assert bag_info(tmp_path / "bag")["topics"]["/morphology_manager/damage"]["count"] == 0
     sources = [e.get("source") for e in s["morphology_timeline"] if e["kind"] == "morphology"]
     assert sources and set(sources) == {"detected"}
 
@@ -157,4 +157,4 @@ def test_a_run_that_fails_part_way_still_reports(cli, tmp_path):
     assert s["fell"] and s["stopped"].startswith("fell") and not s["completed"]
     assert 1.0 < s["simulated_s"] < 6.0
     assert (tmp_path / "o" / "roll_pitch.png").is_file()
-    assert read_topics(tmp_path / "o" / "bag")["/joint_states"] > 200
+    assert bag_info(tmp_path / "o" / "bag")["topics"]["/joint_states"]["count"] > 200

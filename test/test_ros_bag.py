@@ -9,9 +9,10 @@ import yaml
 from std_msgs.msg import String
 
 from hybrid_dynamics.errors import InputError
-from hybrid_dynamics.ros.bag import BagRecorder, bag_info, replay_bag
+from hybrid_dynamics.ros.bag import BagRecorder, replay_bag
+from hybrid_dynamics.sim.bagfile import bag_info
 from hybrid_dynamics.ros.graph import Graph
-from hybrid_dynamics.ros.nodes import STATE_QOS
+from hybrid_dynamics.ros.qos import STATE_QOS
 from hybrid_dynamics.ros.sources import StandingSource
 
 INPUTS = ("/joint_states", "/imu_sensor_broadcaster/imu")

@@ -14,7 +14,7 @@ from std_msgs.msg import Float64MultiArray, String
 
 from hybrid_dynamics.runtime.inputs import sec_to_stamp
 from hybrid_dynamics.ros.graph import Graph
-from hybrid_dynamics.ros.nodes import LATCHED_QOS, STATE_QOS
+from hybrid_dynamics.ros.qos import LATCHED_QOS, STATE_QOS
 from hybrid_dynamics.ros.sources import CommandProbe, StandingSource
 
 ROBOT = "jethexa"

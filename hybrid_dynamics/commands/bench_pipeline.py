@@ -86,17 +86,17 @@ def measure(robot_name, trigger, cycles, rate):
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     try:
         graph.start()
-        graph.spin_until(lambda: ctrl.latency_count > 200, timeout=30.0)
-        ctrl.reset_statistics()
+        graph.spin_until(lambda: ctrl.stats.count > 200, timeout=30.0)
+        ctrl.stats.reset()
         c0, s0, t0 = ctrl.cycles, ctrl.safe_cycles, time.monotonic()
         end = time.monotonic() + duration
-        while time.monotonic() < end and ctrl.latency_count < cycles and source.poll() is None:
+        while time.monotonic() < end and ctrl.stats.count < cycles and source.poll() is None:
             time.sleep(0.05)        # seldom: each wake-up of this thread takes the GIL from the graph's
         elapsed = time.monotonic() - t0
         cycles_run = ctrl.cycles - c0
-        lat = ctrl.latencies()[:cycles]
-        comp = ctrl.compute[:min(ctrl.latency_count, ctrl.LATENCY_BUFFER)][:cycles]
-        misses = ctrl.deadline_misses
+        lat = ctrl.stats.latencies()[:cycles]
+        comp = ctrl.stats.computes()[:cycles]
+        misses = ctrl.stats.deadline_misses
         safe = ctrl.safe_cycles - s0          # in the measured window, not the start-up
         kind = ctrl.control.kind
         params = ctrl.p

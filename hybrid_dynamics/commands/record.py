@@ -7,7 +7,8 @@ import time
 from pathlib import Path
 
 from ..errors import InputError
-from ..ros.bag import BagRecorder, bag_info
+from ..ros.bag import BagRecorder
+from ..sim.bagfile import bag_info
 from ..ros.graph import Graph
 from ..ros.sources import StandingSource
 

@@ -45,11 +45,11 @@ def run(args) -> int:
     c = graph.nodes["whole_body_controller"]
     lat = c.latencies() * 1e3
     stats = {"robot": graph.robot.name, "controller": c.control.kind, "cycles": c.cycles,
-             "update_rate_hz": c.rate, "deadline_misses": c.deadline_misses,
-             "deadline_miss_ratio": c.deadline_misses / max(c.cycles, 1), "safe_cycles": c.safe_cycles,
+             "update_rate_hz": c.rate, "deadline_misses": c.stats.deadline_misses,
+             "deadline_miss_ratio": c.stats.deadline_misses / max(c.cycles, 1), "safe_cycles": c.safe_cycles,
              "latency_ms": {k: float(np.percentile(lat, p)) for k, p in (("p50", 50), ("p99", 99), ("max", 100))}
              if len(lat) else None}
     print(json.dumps(stats, indent=2) if args.json else
-          f"{stats['robot']}: {stats['cycles']} cycles at {c.rate:g} Hz, {c.deadline_misses} deadline misses, "
+          f"{stats['robot']}: {stats['cycles']} cycles at {c.rate:g} Hz, {c.stats.deadline_misses} deadline misses, "
           f"{c.safe_cycles} safe-mode cycles")
     return 0

@@ -1,9 +1,8 @@
-"""rosbag2 bags (MCAP storage, metadata.yaml, readable by ``ros2 bag info``) through
-``rosbags``, and the deterministic replay of the estimator and controller.
+"""Recording the graph into a rosbag2, and the deterministic replay of the controller.
 
 Recording: :class:`BagRecorder` is an rclpy node that subscribes *raw* (the serialized CDR
-bytes, written unchanged) to every topic of interest and writes them with
-``rosbags.rosbag2.Writer(version=9, storage_plugin=MCAP)``; the robot name and the
+bytes, written unchanged) to every topic of interest and writes them through the package's
+one bag writer (``sim.bagfile.BagWriter``, MCAP storage); the robot name and the
 controller's parameters go into the metadata's ``custom_data`` so a replay needs nothing else::
 
     rec = graph.add_node(lambda ctx, robot: BagRecorder("out/run1", robot, context=ctx,
@@ -21,19 +20,17 @@ hold) is compared and the differences reported.
 """
 from __future__ import annotations
 
+import importlib
 import json
-import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Mapping, Optional, Union
+from typing import Dict, Iterable, List, Mapping, Optional, Union
 
 import numpy as np
-import yaml
 from geometry_msgs.msg import Twist
 from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.serialization import deserialize_message
-from rosbags.rosbag2 import Reader, StoragePlugin, Writer
-from rosbags.typesys import Stores, get_typestore
+from rosbags.rosbag2 import Reader
 from sensor_msgs.msg import Imu, JointState
 from std_msgs.msg import Float64MultiArray, String
 
@@ -41,65 +38,54 @@ from ..errors import InputError
 from ..model.damage_events import morphology_from_yaml
 from ..model.robot import load_robot
 from ..runtime.pipeline import Pipeline
+from ..sim.bagfile import TOPICS, BagWriter, bag_info
 from . import params as P
 from .graph import config_file, load_node_params
 from .lean import LeanNode
-from .nodes import LATCHED_QOS, QUEUED_SENSOR_QOS, STATE_QOS
+from .qos import LATCHED_QOS, QUEUED_SENSOR_QOS, STATE_QOS
 
-TOPICS: Dict[str, str] = {
-    "/joint_states": "sensor_msgs/msg/JointState",
-    "/imu_sensor_broadcaster/imu": "sensor_msgs/msg/Imu",
-    "/effort_controller/commands": "std_msgs/msg/Float64MultiArray",
-    "/whole_body_controller/actuator_forces": "std_msgs/msg/Float64MultiArray",
-    "/state_estimator/joint_states_full": "sensor_msgs/msg/JointState",
-    "/state_estimator/odometry": "nav_msgs/msg/Odometry",
-    "/morphology_manager/morphology": "std_msgs/msg/String",
-    "/morphology_manager/damage": "std_msgs/msg/String",
-    "/diagnostics": "diagnostic_msgs/msg/DiagnosticArray",
-    "/cmd_vel": "geometry_msgs/msg/Twist",
-}
+# what a recording of the graph holds by default (``hybrid-dynamics record``)
+GRAPH_TOPICS = ("/joint_states", "/imu_sensor_broadcaster/imu", "/effort_controller/commands",
+                "/whole_body_controller/actuator_forces", "/state_estimator/joint_states_full",
+                "/state_estimator/odometry", "/morphology_manager/morphology", "/morphology_manager/damage",
+                "/diagnostics", "/cmd_vel")
 
 MATCHED_TOPICS = ("/joint_states", "/imu_sensor_broadcaster/imu")
 
 
 def _msg_class(msgtype: str):
     pkg, _, name = msgtype.split("/")
-    module = __import__(f"{pkg}.msg", fromlist=[name])
+    module = importlib.import_module(f"{pkg}.msg")
     return getattr(module, name)
 
 
 class BagRecorder(LeanNode):
-    """Records ``topics`` (name -> type, default :data:`TOPICS`) into an MCAP rosbag2."""
+    """Records ``topics`` (names of ``sim.bagfile.TOPICS``, default :data:`GRAPH_TOPICS`) into
+    an MCAP rosbag2: every message as the raw bytes received, stamped with the node's clock."""
 
-    def __init__(self, path: Union[str, Path], robot=None, *, topics: Optional[Mapping[str, str]] = None,
+    def __init__(self, path: Union[str, Path], robot=None, *, topics: Optional[Iterable[str]] = None,
                  controller_params: Optional[Mapping] = None, name: str = "bag_recorder", **kwargs):
-        if Path(path).exists():
-            raise InputError("bag already exists (rosbag2 never overwrites)", file=str(path))
-        super().__init__(name, **kwargs)
-        self.path = Path(path)
-        self.typestore = get_typestore(Stores.ROS2_JAZZY)
-        self.writer = Writer(self.path, version=9, storage_plugin=StoragePlugin.MCAP)
+        custom = {}
         if robot is not None:
-            self.writer.set_custom_data("hybrid_dynamics.robot", robot.name)
+            custom["hybrid_dynamics.robot"] = robot.name
         if controller_params is not None:
-            self.writer.set_custom_data("hybrid_dynamics.whole_body_controller",
-                                        json.dumps({k: v for k, v in controller_params.items()}))
-        self.writer.open()
-        self.lock = threading.Lock()
-        self.counts: Dict[str, int] = {}
-        self.connections = {}
+            custom["hybrid_dynamics.whole_body_controller"] = json.dumps(dict(controller_params))
+        self.bag = BagWriter(path, GRAPH_TOPICS if topics is None else topics, custom)
+        super().__init__(name, **kwargs)
+        self.path = self.bag.path
         self.matched: Dict[str, int] = {}          # publishers matched per input topic
-        self._closed = False
-        for topic, msgtype in (topics or TOPICS).items():
-            self.connections[topic] = self.writer.add_connection(topic, msgtype, typestore=self.typestore)
-            self.counts[topic] = 0
+        for topic in self.bag.conn:
             qos = LATCHED_QOS if topic.endswith("/morphology") else (
-                QUEUED_SENSOR_QOS if topic in ("/joint_states", "/imu_sensor_broadcaster/imu") else STATE_QOS)
+                QUEUED_SENSOR_QOS if topic in MATCHED_TOPICS else STATE_QOS)
             # matched-publisher events on the inputs only: every event handler is one more
             # entity the executor scans at each wake-up
             events = self._matched_events(topic) if topic in MATCHED_TOPICS else None
-            self.create_subscription(_msg_class(msgtype), topic, self._writer_for(topic), qos, raw=True,
+            self.create_subscription(_msg_class(TOPICS[topic]), topic, self._writer_for(topic), qos, raw=True,
                                      event_callbacks=events)
+
+    @property
+    def counts(self) -> Dict[str, int]:
+        return dict(self.bag.counts)
 
     def _matched_events(self, topic: str):
         self.matched[topic] = 0
@@ -109,41 +95,17 @@ class BagRecorder(LeanNode):
         return SubscriptionEventCallbacks(matched=on_matched)
 
     def _writer_for(self, topic: str):
-        conn = self.connections[topic]
-
         def write(data: bytes) -> None:
-            t = self.get_clock().now().nanoseconds
-            with self.lock:
-                if not self._closed:
-                    self.writer.write(conn, t, data)
-                    self.counts[topic] += 1
+            self.bag.write_raw(topic, self.get_clock().now().nanoseconds, data)
         return write
 
     def close(self) -> Dict[str, int]:
         """Finish the bag (writes metadata.yaml); returns messages per topic."""
-        with self.lock:
-            if not self._closed:
-                self._closed = True
-                self.writer.close()
-        return dict(self.counts)
+        return self.bag.close()
 
     def destroy_node(self) -> None:
         self.close()
         super().destroy_node()
-
-
-# ============================================================================ reading
-def bag_info(path: Union[str, Path]) -> dict:
-    """What ``ros2 bag info`` shows: duration, storage, counts per topic, custom data."""
-    path = Path(path)
-    if not (path / "metadata.yaml").is_file():
-        raise InputError("not a rosbag2 directory (no metadata.yaml)", file=str(path))
-    meta = yaml.safe_load((path / "metadata.yaml").read_text())["rosbag2_bagfile_information"]
-    with Reader(path) as reader:
-        topics = {c.topic: {"type": c.msgtype, "count": c.msgcount} for c in reader.connections}
-        return {"path": str(path), "storage": meta["storage_identifier"], "version": meta["version"],
-                "duration_s": reader.duration * 1e-9, "messages": reader.message_count,
-                "topics": topics, "custom_data": meta.get("custom_data") or {}}
 
 
 @dataclass

@@ -41,7 +41,12 @@ from ..errors import InputError
 from ..model.robot import load_robot
 from ..paths import config_dir
 from . import params as P
-from .nodes import NODE_CLASSES
+from .morphology_manager import MorphologyManagerNode
+from .state_estimator import StateEstimatorNode
+from .whole_body_controller import WholeBodyControllerNode
+
+NODE_CLASSES = {"state_estimator": StateEstimatorNode, "whole_body_controller": WholeBodyControllerNode,
+                "morphology_manager": MorphologyManagerNode}
 
 DEFAULT_NODES = ("state_estimator", "whole_body_controller", "morphology_manager")
 NodeFactory = Callable[[Context, object], Node]
@@ -77,7 +82,7 @@ def _overrides(node: str, values: Mapping[str, object]):
             continue
         if key not in spec:
             raise InputError(f"unknown parameter '{key}' for {node}", field=key)
-        default = spec[key][0]
+        default = spec[key].default
         if isinstance(default, float) and isinstance(value, int) and not isinstance(value, bool):
             value = float(value)
         if isinstance(default, list):

@@ -1,79 +1,177 @@
-"""Every node's parameters, declared in one place (name: default, description).
+"""Every node's parameters, declared in one place: one typed spec per node.
 
-Names follow ros2_control where one exists (``joints``, ``update_rate``, ``contacts``,
-``solver``). Nested groups use dots (``estimator.accel_noise``); :func:`nested` turns them
-back into the dictionaries the library takes. ``config/<robot>.yaml`` sets them per robot.
+A :class:`Param` has a default (its type: bool, int, float, str or a list of str), a
+description and, for numbers, a range; each node declares its spec with a
+``ParameterDescriptor`` carrying all three, so ``ros2 param describe`` shows them and rclpy
+rejects a value of the wrong type or out of range. Groups of settings are the library's config
+dataclasses, field for field, under a dotted prefix (``estimator.accel_noise``,
+``locomotion.step_height``): defaults, types and descriptions (the field's comment) come from
+the dataclass, the single source. :func:`nested` turns the dotted keys back into the
+dictionaries the library takes. Names follow ros2_control where one exists (``joints``,
+``update_rate``, ``contacts``, ``solver``). ``config/<robot>.yaml`` sets them per robot.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, Tuple
+import inspect
+import re
+from dataclasses import dataclass, fields
+from typing import Any, Dict, Iterable, Optional, Tuple
 
+from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor, ParameterType
+
+from ..control.balance import WeightShift
+from ..control.locomotion import LocomotionConfig
 from ..estimation.base_estimator import BaseEstimatorConfig
 from ..estimation.contact_state import ContactStateConfig
+from ..estimation.damage_detector import DamageDetectorConfig
+from ..sim.plant import ImuNoise
 
-Spec = Dict[str, Tuple[Any, str]]
+INT_MAX = 2 ** 31 - 1
+POSITIVE = (0.0, float("inf"))
+
+
+@dataclass(frozen=True)
+class Param:
+    default: Any
+    description: str
+    range: Optional[Tuple[float, float]] = None         # inclusive bounds of a number
+
+    @property
+    def type(self) -> int:
+        d = self.default
+        if isinstance(d, bool):
+            return ParameterType.PARAMETER_BOOL
+        if isinstance(d, int):
+            return ParameterType.PARAMETER_INTEGER
+        if isinstance(d, float):
+            return ParameterType.PARAMETER_DOUBLE
+        if isinstance(d, list):
+            numbers = bool(d) and all(isinstance(x, float) for x in d)
+            return ParameterType.PARAMETER_DOUBLE_ARRAY if numbers else ParameterType.PARAMETER_STRING_ARRAY
+        return ParameterType.PARAMETER_STRING
+
+    def descriptor(self, name: str) -> ParameterDescriptor:
+        out = ParameterDescriptor(name=name, type=self.type, description=self.description)
+        if self.range is not None and self.type == ParameterType.PARAMETER_DOUBLE:
+            out.floating_point_range = [FloatingPointRange(from_value=float(self.range[0]),
+                                                           to_value=float(self.range[1]), step=0.0)]
+        elif self.range is not None and self.type == ParameterType.PARAMETER_INTEGER:
+            hi = INT_MAX if self.range[1] == float("inf") else int(self.range[1])
+            out.integer_range = [IntegerRange(from_value=int(self.range[0]), to_value=hi, step=0)]
+        return out
+
+
+Spec = Dict[str, Param]
+
+_FIELD_COMMENT = re.compile(r"^\s+(\w+)\s*:[^=#]*=[^#]*#\s*(.*)$")
+
+
+def field_comments(cls) -> Dict[str, str]:
+    """The trailing comment of each field of a dataclass's source (its documentation)."""
+    out = {}
+    for line in inspect.getsource(cls).splitlines():
+        m = _FIELD_COMMENT.match(line)
+        if m:
+            out[m.group(1)] = m.group(2).strip()
+    return out
+
+
+def config_group(prefix: str, cls, signed: Iterable[str] = ()) -> Spec:
+    """The fields of config dataclass ``cls`` as parameters ``prefix.field``: numbers are
+    non-negative unless named in ``signed``."""
+    comments = field_comments(cls)
+    out: Spec = {}
+    for f in fields(cls):
+        default = [float(x) for x in f.default] if isinstance(f.default, (list, tuple)) else f.default
+        numeric = isinstance(default, (int, float)) and not isinstance(default, bool)
+        text = f"{cls.__name__}.{f.name}" + (f": {comments[f.name]}" if f.name in comments else "")
+        out[f"{prefix}.{f.name}"] = Param(default, text, POSITIVE if numeric and f.name not in signed else None)
+    return out
+
+
+def declare(node, spec: Spec) -> Dict[str, Any]:
+    """Declare ``spec`` on an rclpy node (descriptors with type, description, range); the
+    values it got, by dotted key."""
+    for key, param in spec.items():
+        node.declare_parameter(key, param.default, param.descriptor(key))
+    return {key: node.get_parameter(key).value for key in spec}
+
 
 COMMON: Spec = {
-    "robot": ("jethexa", "built-in robot name, or a path to a robot.yaml or .urdf"),
-    "morphology_topic": ("/morphology_manager/morphology", "current morphology (transient local)"),
-    "diagnostics_period": (0.5, "s between /diagnostics messages (the morphology manager: 5x this)"),
+    "robot": Param("jethexa", "built-in robot name, or a path to a robot.yaml or .urdf"),
+    "morphology_topic": Param("/morphology_manager/morphology", "current morphology (transient local)"),
+    "diagnostics_period": Param(0.5, "s between /diagnostics messages (the morphology manager: 5x this)",
+                                (1e-3, 3600.0)),
 }
 
 STATE_ESTIMATOR: Spec = {
     **COMMON,
-    "joint_states_topic": ("/joint_states", "sensor_msgs/JointState in (joint_state_broadcaster)"),
-    "imu_topic": ("/imu_sensor_broadcaster/imu", "sensor_msgs/Imu in"),
-    "stale_timeout": (0.05, "s without IMU or joint states before the state is stale"),
-    "odom_frame": ("odom", "Odometry header frame (REP-105)"),
-    "base_frame": ("", "Odometry child frame; empty: the robot's root link"),
-    "publish_rate": (0.0, "Hz cap on the estimate and ~/joint_states_full, ~/odometry (0: every "
-                          "joint state); the filter is time-stamped, so it runs at this rate"),
-    "publish_tf": (True, "publish odom -> base on /tf when tf2_msgs is installed"),
-    "stance_topic": ("", "state_estimator: the controller's cycle record (whole_body_controller/cycle) "
-                         "whose planned stance replaces contact detection while it arrives; empty: off"),
-    **{f"estimator.{k}": (f.default, "base estimator KF setting")
-       for k, f in BaseEstimatorConfig.__dataclass_fields__.items()},
-    **{f"contact_detection.{k}": (f.default, "contact-state setting")
-       for k, f in ContactStateConfig.__dataclass_fields__.items()},
+    "joint_states_topic": Param("/joint_states", "sensor_msgs/JointState in (joint_state_broadcaster)"),
+    "imu_topic": Param("/imu_sensor_broadcaster/imu", "sensor_msgs/Imu in"),
+    "stale_timeout": Param(0.05, "s without IMU or joint states before the state is stale", (1e-4, 10.0)),
+    "odom_frame": Param("odom", "Odometry header frame (REP-105)"),
+    "base_frame": Param("", "Odometry child frame; empty: the robot's root link"),
+    "publish_rate": Param(0.0, "Hz cap on the estimate and ~/joint_states_full, ~/odometry (0: every "
+                               "joint state); the filter is time-stamped, so it runs at this rate", (0.0, 10000.0)),
+    "publish_tf": Param(True, "publish odom -> base on /tf when tf2_msgs is installed"),
+    "stance_topic": Param("", "state_estimator: the controller's cycle record (whole_body_controller/cycle) "
+                              "whose planned stance replaces contact detection while it arrives; empty: off"),
+    **config_group("estimator", BaseEstimatorConfig, signed=("ground_height",)),
+    **config_group("contact_detection", ContactStateConfig, signed=("ground_height",)),
 }
 
 WHOLE_BODY_CONTROLLER: Spec = {
     **STATE_ESTIMATOR,
-    "joints": ([""], "command order of /effort_controller/commands (the effort controller's joints); "
-                     "[''] or []: the robot's actuated joints"),
-    "contacts": ([""], "contact frames the QP may use; empty: the robot's"),
-    "update_rate": (1000.0, "Hz, timer-driven control loop"),
-    "trigger": ("timer", "timer: cycle at update_rate; joint_states: one cycle per joint state "
-                         "(lock-step simulation, deterministic replay)"),
-    "solver": ("", "QP solver: proxsuite or osqp; empty: the controller configuration's"),
-    "commands_topic": ("/effort_controller/commands", "std_msgs/Float64MultiArray out"),
-    "actuator_forces_topic": ("~/actuator_forces", "closed chains: actuator forces, order of actuators"),
-    "safe_mode_damping": (1.0, "N m s/rad of the safe-mode damping torques"),
-    "markers_period": (0.1, "s between ~/markers messages (0: off); built only while subscribed"),
-    "gait": (False, "walk: the node owns the locomotion planner (control/locomotion), follows "
-                    "cmd_vel_topic and the morphology, and uses the planned stance"),
-    "cmd_vel_topic": ("/cmd_vel", "geometry_msgs/Twist in (with gait: true)"),
-    "gait_config": ("", "YAML mapping of LocomotionConfig fields (with gait: true)"),
-    "references": ("", "reference source: gait (as gait: true), weight_shift (closed-chain balance: CoM "
-                       "held plus control.balance.WeightShift, every foot down) or hold; empty: gait "
-                       "if gait is true, else hold"),
-    "weight_shift": ("", "YAML mapping of control.balance.WeightShift fields (with references: weight_shift)"),
+    "joints": Param([""], "command order of /effort_controller/commands (the effort controller's joints); "
+                          "[''] or []: the robot's actuated joints"),
+    "contacts": Param([""], "contact frames the QP may use; empty: the robot's"),
+    "update_rate": Param(1000.0, "Hz, timer-driven control loop", (1.0, 10000.0)),
+    "trigger": Param("timer", "timer: cycle at update_rate; joint_states: one cycle per joint state "
+                              "(lock-step simulation, deterministic replay)"),
+    "solver": Param("", "QP solver: proxsuite or osqp; empty: the controller configuration's"),
+    "commands_topic": Param("/effort_controller/commands", "std_msgs/Float64MultiArray out"),
+    "actuator_forces_topic": Param("~/actuator_forces", "closed chains: actuator forces, order of actuators"),
+    "safe_mode_damping": Param(1.0, "N m s/rad of the safe-mode damping torques", POSITIVE),
+    "markers_period": Param(0.1, "s between ~/markers messages (0: off); built only while subscribed", POSITIVE),
+    "gait": Param(False, "walk: the node owns the locomotion planner (control/locomotion), follows "
+                         "cmd_vel_topic and the morphology, and uses the planned stance"),
+    "cmd_vel_topic": Param("/cmd_vel", "geometry_msgs/Twist in (with gait: true)"),
+    "references": Param("", "reference source: gait (as gait: true), weight_shift (closed-chain balance: CoM "
+                            "held plus the weight_shift.* motion, every foot down) or hold; empty: gait "
+                            "if gait is true, else hold"),
+    **config_group("locomotion", LocomotionConfig),
+    **config_group("weight_shift", WeightShift),
 }
 
 MORPHOLOGY_MANAGER: Spec = {
     **COMMON,
-    "damage": ("", "a damage event in YAML (schema: hybrid_dynamics.model.damage_events); setting it applies it"),
-    "joint_states_topic": ("/joint_states", "for automatic detection and lock angles"),
-    "auto_detect": (True, "a joint not reported (or reported NaN) for detect_timeout removes "
-                          "its links from the leg"),
-    "detect_timeout": (0.5, "s"),
-    "detector": (False, "momentum-observer damage detection (estimation/damage_detector.py) on "
-                        "the state estimator's output, the measured efforts and the controller's "
-                        "planned stance (whole_body_controller/cycle)"),
-    "detector_config": ("", "YAML mapping of DamageDetectorConfig fields"),
-    "odometry_topic": ("/state_estimator/odometry", "estimated base (for the detector)"),
-    "joint_states_full_topic": ("/state_estimator/joint_states_full", "estimated joints (for the detector)"),
-    "cycle_topic": ("/whole_body_controller/cycle", "the controller's cycle record (planned stance)"),
+    "damage": Param("", "a damage event in YAML (schema: hybrid_dynamics.model.damage_events); setting it "
+                        "applies it"),
+    "joint_states_topic": Param("/joint_states", "for automatic detection and lock angles"),
+    "auto_detect": Param(True, "a joint not reported (or reported NaN) for detect_timeout removes "
+                               "its links from the leg"),
+    "detect_timeout": Param(0.5, "s", (1e-3, 3600.0)),
+    "detector": Param(False, "momentum-observer damage detection (estimation/damage_detector.py) on "
+                             "the state estimator's output, the measured efforts and the controller's "
+                             "planned stance (whole_body_controller/cycle)"),
+    **config_group("damage_detector", DamageDetectorConfig),
+    "odometry_topic": Param("/state_estimator/odometry", "estimated base (for the detector)"),
+    "joint_states_full_topic": Param("/state_estimator/joint_states_full", "estimated joints (for the detector)"),
+    "cycle_topic": Param("/whole_body_controller/cycle", "the controller's cycle record (planned stance)"),
+}
+
+MUJOCO_SIM: Spec = {
+    "robot": COMMON["robot"],
+    "publish_rate": Param(1000.0, "Hz of sensor messages (1000: every physics step of 1 ms)", (1.0, 10000.0)),
+    "real_time": Param(True, "pace the physics with the wall clock; false: as fast as the timer allows"),
+    "joints": Param([""], "order of /effort_controller/commands; empty: the plant's actuated joints"),
+    "seed": Param(0, "seed of the sensor noise", (0, INT_MAX)),
+    "lockstep": Param(False, "advance one publish period per command received (lock-step with a "
+                             "controller triggered by joint states)"),
+    "lockstep_timeout": Param(0.5, "s without a command before a lock-step plant steps anyway", (1e-3, 60.0)),
+    "settle": Param(0.0, "s of joint PD on the standing pose before the first message", POSITIVE),
+    "clock_rate": Param(0.0, "Hz of /clock (0: with every sensor message)", POSITIVE),
+    **config_group("sensors", ImuNoise),
 }
 
 NODES = {"state_estimator": STATE_ESTIMATOR, "whole_body_controller": WHOLE_BODY_CONTROLLER,
@@ -107,4 +205,4 @@ def flatten(data: Dict[str, Any], prefix: str = "") -> Dict[str, Any]:
 
 
 def defaults(node: str) -> Dict[str, Any]:
-    return {k: v for k, (v, _) in NODES[node].items()}
+    return {k: p.default for k, p in NODES[node].items()}

@@ -24,7 +24,6 @@ from __future__ import annotations
 import shutil
 import sys
 import time
-import traceback
 from pathlib import Path
 from typing import Optional
 
@@ -40,23 +39,18 @@ from ..model.damage_events import apply_event
 from ..model.morphology import Morphology
 from ..sim.log import Log
 from ..sim.recording import closed_chain_metrics, log_from_bag
-from ..sim.runner import FALL_HEIGHT_FRACTION, FALL_TILT_DEG, SETTLE_S, finish, progress_line
+from ..sim.runner import FALL_HEIGHT_FRACTION, FALL_TILT_DEG, SETTLE_S, finish, guarded, progress_line
 from ..sim.scenario import prepare_run
-from .bag import BagRecorder, TOPICS
+from . import params as P
+from .bag import GRAPH_TOPICS, BagRecorder
 from .graph import Graph
 from .lean import LeanNode
 from .sim_node import MujocoSimNode
 
-SIM_TOPICS = {
-    "/clock": "rosgraph_msgs/msg/Clock",
-    "/sim/ground_truth/odometry": "nav_msgs/msg/Odometry",
-    "/sim/ground_truth/joint_states": "sensor_msgs/msg/JointState",
-    "/sim/ground_truth/contact_forces": "std_msgs/msg/Float64MultiArray",
-    "/sim/ground_truth/morphology": "std_msgs/msg/String",
-    "/whole_body_controller/cycle": "std_msgs/msg/Float64MultiArray",
-    "/whole_body_controller/markers": "visualization_msgs/msg/MarkerArray",
-    "/morphology_manager/detector": "std_msgs/msg/Float64MultiArray",
-}
+# recorded besides the graph's own topics (sim.bagfile.TOPICS holds the types)
+SIM_TOPICS = ("/clock", "/sim/ground_truth/odometry", "/sim/ground_truth/joint_states",
+              "/sim/ground_truth/contact_forces", "/sim/ground_truth/morphology", "/whole_body_controller/cycle",
+              "/whole_body_controller/markers", "/morphology_manager/detector")
 CLOCK_RATE = 50.0       # Hz of /clock: the nodes' timers (diagnostics, markers, /cmd_vel) need no more
 STALL_S = 20.0          # wall seconds without simulated progress: the run is stuck
 
@@ -121,9 +115,9 @@ class GraphRun:
         ctrl = {"trigger": "joint_states", "update_rate": float(sc.control_rate), "use_sim_time": True,
                 "references": sc.references, "gait": sc.references == "gait"}
         if sc.references == "gait":
-            ctrl["gait_config"] = yaml.safe_dump(dict(sc.locomotion))
+            ctrl.update(P.flatten({"locomotion": dict(sc.locomotion)}))
         elif sc.references == "weight_shift":
-            ctrl["weight_shift"] = yaml.safe_dump(dict(sc.balance))
+            ctrl.update(P.flatten({"weight_shift": dict(sc.balance)}))
         unknown = set(sc.controller) - {"solver"}
         if unknown:
             raise InputError(f"controller settings the graph does not take: {', '.join(sorted(unknown))}",
@@ -134,7 +128,7 @@ class GraphRun:
                 "state_estimator": {"use_sim_time": True, "stance_topic": "/whole_body_controller/cycle",
                                     "publish_rate": 0.0},     # every period: the detector's input
                 "morphology_manager": {"use_sim_time": True, "detector": self.detector,
-                                       "detector_config": yaml.safe_dump(dict(sc.detector))}}
+                                       **P.flatten({"damage_detector": dict(sc.detector)})}}
 
     @property
     def detector(self) -> bool:
@@ -160,21 +154,14 @@ class GraphRun:
         bag_dir = self.out / "bag"
         if bag_dir.exists():
             shutil.rmtree(bag_dir)
-        reason, error = "completed", None
-        wall0 = time.perf_counter()
-        graph = recorder = None
-        sim_wall = 0.0
+        self.wall0 = time.perf_counter()
+        self.graph = None
+        reason = "completed"
         try:
-            graph, recorder = self._build(bag_dir)
-            wall0 = time.perf_counter()
-            reason = self._loop(graph)
-        except KeyboardInterrupt:
-            reason = "interrupted (Ctrl-C)"
-        except Exception as exc:      # a crash part-way: keep what was recorded and say why
-            reason = f"error: {type(exc).__name__}: {exc}"
-            error = traceback.format_exc()
+            reason, error = guarded(lambda: self._build_and_loop(bag_dir))
         finally:
-            sim_wall = time.perf_counter() - wall0
+            sim_wall = time.perf_counter() - self.wall0
+            graph = self.graph
             if graph is not None:
                 self._collect(graph)
                 try:
@@ -195,6 +182,11 @@ class GraphRun:
                 self.extra_summary["closed_chain_metrics_error"] = f"{type(exc).__name__}: {exc}"
         return finish(self, self.out, reason, getattr(self, "loop_wall", sim_wall), error, self.want_plots)
 
+    def _build_and_loop(self, bag_dir: Path) -> str:
+        self.graph = self._build(bag_dir)
+        self.wall0 = time.perf_counter()
+        return self._loop(self.graph)
+
     def _build(self, bag_dir: Path):
         graph = Graph(self.robot, params=self._params(), single_threaded=True, parameter_services=False)
         quiet = {"start_parameter_services": False, "default_events": False}
@@ -206,23 +198,22 @@ class GraphRun:
             self.driver = graph.add_node(ScenarioDriver(self.sc, self.sim, self.t_start, self.declared,
                                                         context=graph.context, **quiet,
                                                         parameter_overrides=[Parameter("use_sim_time", value=True)]))
-            topics = dict(TOPICS)
-            topics.update(SIM_TOPICS)
+            topics = list(GRAPH_TOPICS) + list(SIM_TOPICS)
             try:
                 import tf2_msgs.msg  # noqa: F401  # optional: tf2_msgs is not in every ROS install
-                topics["/tf"] = "tf2_msgs/msg/TFMessage"
+                topics.append("/tf")
             except ImportError:
                 pass
             ctrl = graph.nodes["whole_body_controller"]
-            recorder = graph.add_node(BagRecorder(bag_dir, self.robot, topics=topics, controller_params=ctrl.flat,
-                                                  context=graph.context, **quiet,
-                                                  parameter_overrides=[Parameter("use_sim_time", value=True)]))
+            graph.add_node(BagRecorder(bag_dir, self.robot, topics=topics, controller_params=ctrl.flat,
+                                       context=graph.context, **quiet,
+                                       parameter_overrides=[Parameter("use_sim_time", value=True)]))
             self.sim.step_hooks.append(self._watch)
             self.stop_reason: Optional[str] = None
         except BaseException:
             graph.shutdown()
             raise
-        return graph, recorder
+        return graph
 
     def _watch(self, t: float) -> None:
         """In the sim's step: stop the physics at the end or on a fall (ground truth)."""

@@ -55,10 +55,10 @@ from ..model.damage_events import apply_damage_yaml, morphology_to_yaml
 from ..model.morphology import Morphology
 from ..model.robot import load_robot
 from ..sim.plant import ImuNoise, Plant
+from . import params as P
 from .lean import LeanNode
 
 SENSOR_QOS = QoSProfile(depth=10, reliability=ReliabilityPolicy.BEST_EFFORT)
-NOISE_FIELDS = ("gyro_std", "accel_std", "orientation_std", "joint_position_std", "joint_velocity_std")
 
 
 def _stamp(t: float, stamp) -> None:
@@ -69,33 +69,20 @@ def _stamp(t: float, stamp) -> None:
 class MujocoSimNode(LeanNode):
     def __init__(self, robot=None, name: str = "mujoco_sim", **kwargs):
         super().__init__(name, **kwargs)
-        self.declare_parameter("robot", "jethexa")
-        self.declare_parameter("publish_rate", 1000.0)
-        self.declare_parameter("real_time", True)
-        self.declare_parameter("joints", [""])
-        self.declare_parameter("seed", 0)
-        self.declare_parameter("lockstep", False)
-        self.declare_parameter("lockstep_timeout", 0.5)
-        self.declare_parameter("settle", 0.0)
-        self.declare_parameter("clock_rate", 0.0)
-        for key in NOISE_FIELDS:
-            self.declare_parameter(f"sensors.{key}", 0.0)
-        self.declare_parameter("sensors.gyro_bias", [0.0, 0.0, 0.0])
-        self.declare_parameter("sensors.accel_bias", [0.0, 0.0, 0.0])
-        param = lambda k: self.get_parameter(k).value   # noqa: E731
-        self.robot = robot if robot is not None else load_robot(param("robot"))
-        noise = ImuNoise.from_dict({**{k: param(f"sensors.{k}") for k in NOISE_FIELDS},
-                                    "gyro_bias": list(param("sensors.gyro_bias")),
-                                    "accel_bias": list(param("sensors.accel_bias"))})
-        self.plant = Plant(self.robot, noise=noise, seed=int(param("seed")))
-        joints = [j for j in param("joints") if j] or list(self.plant.actuated_joints)
+        p = P.nested(P.declare(self, P.MUJOCO_SIM))
+        self.robot = robot if robot is not None else load_robot(p["robot"])
+        sensors = p["sensors"]
+        noise = ImuNoise.from_dict({**sensors, "gyro_bias": list(sensors["gyro_bias"]),
+                                    "accel_bias": list(sensors["accel_bias"])})
+        self.plant = Plant(self.robot, noise=noise, seed=int(p["seed"]))
+        joints = [j for j in p["joints"] if j] or list(self.plant.actuated_joints)
         unknown = [j for j in joints if j not in self.plant.actuated_joints]
         if unknown:
             raise InputError(f"joints not actuated on {self.robot.name}: {', '.join(unknown)}", field="joints")
         self.command_joints: List[str] = joints
         self.morphology = Morphology.healthy(self.robot)
-        self.steps_per_tick = max(1, int(round(1.0 / (float(param("publish_rate")) * self.plant.timestep))))
-        clock_rate = float(param("clock_rate"))
+        self.steps_per_tick = max(1, int(round(1.0 / (float(p["publish_rate"]) * self.plant.timestep))))
+        clock_rate = float(p["clock_rate"])
         self.clock_every = max(1, int(round(1.0 / (clock_rate * self.steps_per_tick * self.plant.timestep)))) \
             if clock_rate > 0 else 1
         self.ticks = 0
@@ -118,15 +105,15 @@ class MujocoSimNode(LeanNode):
         self.commands = 0
         self.watchdog_steps = 0
         self.step_hooks: List[Callable[[float], None]] = []
-        if float(param("settle")) > 0:
-            self.plant.settle(self.robot.q_stand, float(param("settle")))
-        self.lockstep = bool(param("lockstep"))
-        self.lockstep_timeout = float(param("lockstep_timeout"))
+        if float(p["settle"]) > 0:
+            self.plant.settle(self.robot.q_stand, float(p["settle"]))
+        self.lockstep = bool(p["lockstep"])
+        self.lockstep_timeout = float(p["lockstep_timeout"])
         self._last_tick = time.monotonic()
         if self.lockstep:
             self.timer = self.create_timer(min(0.05, self.lockstep_timeout), self._watchdog)
         else:
-            period = self.steps_per_tick * self.plant.timestep if param("real_time") else 1e-4
+            period = self.steps_per_tick * self.plant.timestep if p["real_time"] else 1e-4
             self.timer = self.create_timer(period, self.tick)
 
     # ------------------------------------------------------------------ inputs

@@ -18,7 +18,7 @@ from std_msgs.msg import Float64MultiArray
 
 from ..model.robot import load_robot
 from ..runtime.inputs import sec_to_stamp
-from .nodes import COMMAND_QOS, SENSOR_QOS
+from .qos import COMMAND_QOS, SENSOR_QOS
 
 
 def standing_pose(robot) -> np.ndarray:

@@ -8,7 +8,6 @@ from __future__ import annotations
 from typing import Mapping, Optional
 
 import numpy as np
-import yaml
 
 from ..control.balance import WeightShift, WeightShiftReference
 from ..control.locomotion import LocomotionConfig, LocomotionPlanner
@@ -80,32 +79,22 @@ REFERENCE_SOURCES = ("gait", "weight_shift", "hold")
 
 
 def make_reference_source(robot, params: Mapping):
-    """(kind, source) for the controller node's ``references`` parameter (params.py):
+    """(kind, source) for the controller's ``references`` parameter (ros/params.py):
 
     - ``gait`` (or ``references`` empty and ``gait: true``): :class:`GaitCore`, the
-      locomotion planner following /cmd_vel and the morphology;
+      locomotion planner following /cmd_vel and the morphology, with the ``locomotion``
+      settings (``LocomotionConfig`` fields);
     - ``weight_shift``: ``control.balance.WeightShiftReference`` (the closed-chain balance's
       references: CoM held where the robot stands at the first cycle plus the lateral weight
-      shift of ``weight_shift`` (YAML of ``control.balance.WeightShift`` fields), every foot down);
+      shift of the ``weight_shift`` settings, ``WeightShift`` fields), every foot down;
     - ``hold`` (or empty without a gait): None, the controller holds where it first stands.
 
     A source has ``update(t, q) -> (References, stance)``."""
     kind = str(params.get("references") or ("gait" if params.get("gait") else "hold"))
     if kind not in REFERENCE_SOURCES:
         raise InputError(f"references '{kind}' is not {', '.join(REFERENCE_SOURCES)}", field="references")
-
-    def mapping(key):
-        value = params.get(key) or {}
-        if isinstance(value, str):          # a ROS parameter holds it as YAML text
-            try:
-                value = yaml.safe_load(value) or {}
-            except yaml.YAMLError as exc:
-                raise InputError(f"{key} is not YAML: {exc}", field=key) from None
-        if not isinstance(value, Mapping):
-            raise InputError(f"{key} must be a mapping", field=key)
-        return dict(value)
     if kind == "gait":
-        return kind, GaitCore(robot, mapping("gait_config"))
+        return kind, GaitCore(robot, params.get("locomotion"))
     if kind == "weight_shift":
-        return kind, WeightShiftReference(robot, WeightShift.from_dict(mapping("weight_shift")))
+        return kind, WeightShiftReference(robot, WeightShift.from_dict(params.get("weight_shift")))
     return kind, None

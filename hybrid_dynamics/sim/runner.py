@@ -25,7 +25,7 @@ import sys
 import time
 import traceback
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional, Tuple
 
 import numpy as np
 import pinocchio as pin
@@ -38,7 +38,8 @@ from ..runtime.pipeline import Pipeline
 from ..runtime.plant_loop import PlantLoop
 from .log import Log
 from .plant import ImuNoise, Plant
-from .recording import BagRecorder, closed_chain_figures
+from .bagfile import LIBRARY_TOPICS, BagWriter
+from .recording import closed_chain_figures
 from .report import write_plots
 from .scenario import Scenario, prepare_run
 
@@ -69,7 +70,7 @@ class ScenarioRun:
                              file=str(sc.path), field="references")
         self.plant = Plant(robot, noise=ImuNoise.from_dict(sc.sensors), seed=sc.seed)
         self.pipeline = Pipeline(robot, {"references": sc.references, "controller": dict(sc.controller),
-                                         "gait_config": dict(sc.locomotion), "weight_shift": dict(sc.balance)})
+                                         "locomotion": dict(sc.locomotion), "weight_shift": dict(sc.balance)})
         self.detector = DamageDetector(robot, sc.detector)
         if sc.references == "gait":
             self.pipeline.estimate_hooks.append(self._detect)
@@ -131,18 +132,7 @@ class ScenarioRun:
         self.t_damage = None
         self.detection_t = None
         try:
-            self._build()
-            if self.want_bag:
-                bag_dir = self.out / "bag"
-                if bag_dir.exists():
-                    shutil.rmtree(bag_dir)
-                self.bag = BagRecorder(bag_dir)
-            reason = self._loop()
-        except KeyboardInterrupt:
-            reason = "interrupted (Ctrl-C)"
-        except Exception as exc:     # a crash part-way: keep what was recorded and say why
-            reason = f"error: {type(exc).__name__}: {exc}"
-            error = traceback.format_exc()
+            reason, error = guarded(self._build_and_loop)
         finally:
             if self.bag is not None:
                 try:
@@ -153,6 +143,15 @@ class ScenarioRun:
         if self.progress:
             print(file=sys.stderr)
         return finish(self, self.out, reason, wall, error, self.want_plots)
+
+    def _build_and_loop(self) -> str:
+        self._build()
+        if self.want_bag:
+            bag_dir = self.out / "bag"
+            if bag_dir.exists():
+                shutil.rmtree(bag_dir)
+            self.bag = BagWriter(bag_dir, LIBRARY_TOPICS)
+        return self._loop()
 
     @property
     def threshold(self) -> float:
@@ -252,6 +251,17 @@ class ScenarioRun:
 
 
 # ---------------------------------------------------------------------- shared by both runners
+def guarded(run: Callable[[], str]) -> Tuple[str, Optional[str]]:
+    """(why a run stopped, the traceback of a crash or None): ``run()``'s own reason, or a
+    Ctrl-C, or a crash part-way (what was recorded is kept and the reason says why)."""
+    try:
+        return run(), None
+    except KeyboardInterrupt:
+        return "interrupted (Ctrl-C)", None
+    except Exception as exc:
+        return f"error: {type(exc).__name__}: {exc}", traceback.format_exc()
+
+
 def progress_line(name: str, t: float, duration: float, x: float, rtf: float, morphology: str) -> None:
     print(f"\r[{name}] t = {t:5.1f}/{duration:.1f} s  x = {x:+.2f} m  RTF {rtf:4.1f}  {morphology[:60]:<60}",
           end="", file=sys.stderr, flush=True)

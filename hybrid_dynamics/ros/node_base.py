@@ -1,0 +1,112 @@
+"""What every node of the package shares: parameters declared from the node's spec
+(ros/params.py), faults logged once and counted on /diagnostics, the morphology followed from
+the manager's latched topic, and the ``ros2 run`` entry point."""
+from __future__ import annotations
+
+from collections import Counter
+from typing import Dict
+
+import rclpy
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.event_handler import SubscriptionEventCallbacks
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from std_msgs.msg import String
+
+from ..errors import InputError
+from ..model.damage_events import morphology_from_yaml
+from ..model.morphology import Morphology
+from ..model.robot import load_robot
+from . import params as P
+from .lean import LeanNode
+from .qos import LATCHED_QOS, STATE_QOS
+
+
+class BaseNode(LeanNode):
+    """Parameter declaration from one spec, log-once, diagnostics, morphology following."""
+
+    SPEC: P.Spec = {}
+
+    def __init__(self, name: str, robot=None, **kwargs):
+        super().__init__(name, **kwargs)
+        self.flat = P.declare(self, self.SPEC)
+        self.p = P.nested(self.flat)
+        self.robot = robot if robot is not None else load_robot(self.p["robot"])
+        self.group = MutuallyExclusiveCallbackGroup()
+        self.diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", STATE_QOS)
+        self.faults: Counter = Counter()
+        self._logged: set = set()
+        self.last_fault = ""
+        self.morphology = Morphology.healthy(self.robot)
+        self.revision = 0
+        self.matched: Dict[str, int] = {}
+
+    def matched_events(self, topic: str) -> SubscriptionEventCallbacks:
+        """Counts the publishers matched to a subscription (``self.matched[topic]``)."""
+        self.matched[topic] = 0
+
+        def on_matched(info) -> None:
+            self.matched[topic] = info.current_count
+        return SubscriptionEventCallbacks(matched=on_matched)
+
+    def now(self) -> float:
+        return self.get_clock().now().nanoseconds * 1e-9
+
+    def fault(self, kind: str, text: str) -> None:
+        """Count a fault; log it the first time this kind happens."""
+        self.faults[kind] += 1
+        self.last_fault = f"{kind}: {text}"
+        if kind not in self._logged:
+            self._logged.add(kind)
+            self.get_logger().warning(f"{kind}: {text} (logged once; counted on /diagnostics)")
+
+    def publish_diagnostics(self, level: int, message: str, values: Dict[str, object]) -> None:
+        msg = DiagnosticArray()
+        msg.header.stamp = self.get_clock().now().to_msg()
+        status = DiagnosticStatus(level=level, name=f"hybrid_dynamics: {self.get_name()}",
+                                  message=message, hardware_id=self.robot.name)
+        vals = dict(values)
+        vals.update({f"rejected.{k}": v for k, v in sorted(self.faults.items())})
+        vals["morphology_revision"] = self.revision
+        vals["last_fault"] = self.last_fault
+        status.values = [KeyValue(key=str(k), value=str(v)) for k, v in vals.items()]
+        msg.status = [status]
+        self.diag_pub.publish(msg)
+
+    def follow_morphology(self) -> None:
+        self.create_subscription(String, self.p["morphology_topic"], self._on_morphology, LATCHED_QOS,
+                                 callback_group=self.group)
+
+    def _on_morphology(self, msg: String) -> None:
+        try:
+            morph, revision = morphology_from_yaml(self.robot, msg.data)
+            if morph != self.morphology:
+                self.apply_morphology(morph)
+            self.morphology, self.revision = morph, revision
+        except InputError as err:
+            self.fault("bad_morphology", str(err))
+
+    def apply_morphology(self, morph: Morphology) -> None:
+        raise RuntimeError("nodes following the morphology override apply_morphology")
+
+
+def spin_node(cls, args=None) -> int:
+    """``ros2 run`` entry point: one node of ``cls`` on a single-threaded executor."""
+    rclpy.init(args=args)
+    try:
+        node = cls()
+    except InputError as err:
+        print(f"{cls.__name__}: error: {err}")
+        rclpy.try_shutdown()
+        return 2
+    executor = SingleThreadedExecutor()
+    executor.add_node(node)
+    try:
+        executor.spin()
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        executor.shutdown()
+        node.destroy_node()
+        rclpy.try_shutdown()
+    return 0

@@ -1,0 +1,240 @@
+"""``whole_body_controller``: the runtime Pipeline (estimate, references, whole-body QP) in a
+node, in the control cycle as legged_control does; effort commands out.
+
+Topics and QoS (interfaces of docs/ARCHITECTURE.md):
+
+========================================  ==============================  ==========================
+topic                                     type                            QoS
+========================================  ==============================  ==========================
+/joint_states (in)                        sensor_msgs/JointState          best effort, depth 1
+/imu_sensor_broadcaster/imu (in)          sensor_msgs/Imu                 best effort, depth 1
+/effort_controller/commands (out)         std_msgs/Float64MultiArray      reliable, depth 1
+whole_body_controller/actuator_forces     std_msgs/Float64MultiArray      reliable, depth 1
+whole_body_controller/markers             visualization_msgs/MarkerArray  reliable, depth 1
+state_estimator/joint_states_full         sensor_msgs/JointState          reliable, depth 10
+state_estimator/odometry                  nav_msgs/Odometry               reliable, depth 10
+/diagnostics                              diagnostic_msgs/DiagnosticArray reliable, depth 10
+morphology_manager/morphology             std_msgs/String (YAML)          reliable, transient local
+morphology_manager/damage (in)            std_msgs/String (YAML)          reliable, depth 10
+========================================  ==============================  ==========================
+
+Bad input: a rejected message is logged once per kind of fault, counted on /diagnostics,
+and the node keeps its last good state; a stale input (``stale_timeout``) switches the
+controller to its safe mode (damping torques) until fresh data returns. Nothing publishes NaN.
+"""
+from __future__ import annotations
+
+import array
+import threading
+import time
+from collections import deque
+from typing import Optional
+
+import numpy as np
+from diagnostic_msgs.msg import DiagnosticStatus
+from geometry_msgs.msg import Twist
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from sensor_msgs.msg import Imu, JointState
+from std_msgs.msg import Float64MultiArray, MultiArrayDimension
+from visualization_msgs.msg import MarkerArray
+
+from ..errors import InputError
+from ..model.morphology import Morphology
+from ..runtime.pipeline import Pipeline
+from . import params as P
+from .latency import LoopStatistics
+from .markers import build_markers
+from .node_base import BaseNode, spin_node
+from .qos import COMMAND_QOS, QUEUED_SENSOR_QOS, SENSOR_QOS, STATE_QOS
+
+
+class WholeBodyControllerNode(BaseNode):
+    """Estimate (same library as the estimator node, on the same samples, in the control
+    cycle as legged_control does) -> whole-body QP -> effort commands."""
+
+    SPEC = P.WHOLE_BODY_CONTROLLER
+
+    def __init__(self, robot=None, name: str = "whole_body_controller", **kwargs):
+        super().__init__(name, robot, **kwargs)
+        if self.p["trigger"] not in ("timer", "joint_states"):
+            raise InputError(f"trigger '{self.p['trigger']}' is not timer or joint_states", field="trigger")
+        self.pipeline = Pipeline(self.robot, self.p)
+        self.state, self.control = self.pipeline.state, self.pipeline.control
+        self.lockstep = self.p["trigger"] == "joint_states"
+        # inputs in their own group, so a busy cycle does not starve them in the executor's
+        # queue; the lock orders them with the cycle (which holds it for its whole length)
+        self.lock = threading.Lock()
+        inputs = MutuallyExclusiveCallbackGroup() if not self.lockstep else self.group
+        qos = QUEUED_SENSOR_QOS if self.lockstep else SENSOR_QOS
+        self.create_subscription(Imu, self.p["imu_topic"], self._on_imu, qos, callback_group=inputs,
+                                 event_callbacks=self.matched_events(self.p["imu_topic"]))
+        self.create_subscription(JointState, self.p["joint_states_topic"], self._on_js, qos,
+                                 callback_group=inputs,
+                                 event_callbacks=self.matched_events(self.p["joint_states_topic"]))
+        self.follow_morphology()
+        if self.pipeline.gait is not None:
+            self.create_subscription(Twist, self.p["cmd_vel_topic"], self._on_cmd_vel, STATE_QOS,
+                                     callback_group=inputs)
+        self.cmd_pub = self.create_publisher(Float64MultiArray, self.p["commands_topic"], COMMAND_QOS)
+        self.cycle_pub = self.create_publisher(Float64MultiArray, "~/cycle", STATE_QOS)
+        self.cycle_frames = [c.frame for c in self.robot.contacts]
+        self.cmd_msg = Float64MultiArray()
+        self.cmd_msg.layout.dim = [MultiArrayDimension(label="joints", size=len(self.control.joints),
+                                                       stride=len(self.control.joints))]
+        self.cycle_msg = Float64MultiArray()
+        self.force_msg = Float64MultiArray()
+        self.force_pub = None
+        if self.robot.loops is not None:
+            self.force_pub = self.create_publisher(Float64MultiArray, self.p["actuator_forces_topic"], COMMAND_QOS)
+        self.marker_pub = self.create_publisher(MarkerArray, "~/markers", COMMAND_QOS)
+        self.marker_data = self.robot.model.createData()
+        self.rate = float(self.p["update_rate"])
+        self.period = 1.0 / self.rate
+        self.stats = LoopStatistics()
+        self.cycles = 0
+        self.safe_cycles = 0
+        self.safe_mode: Optional[str] = "no input yet"
+        self._js_perf = 0.0
+        self._js_new = False
+        self._last_start: Optional[float] = None
+        self.history: deque = deque(maxlen=64)      # (cycle, revision, command copy)
+        self.applied_at_cycle = -1
+        if not self.lockstep:
+            self.create_timer(self.period, self._cycle, callback_group=self.group)
+        self.create_timer(float(self.p["diagnostics_period"]), self._on_diag, callback_group=self.group)
+        if float(self.p["markers_period"]) > 0:
+            self.create_timer(float(self.p["markers_period"]), self._on_markers, callback_group=self.group)
+
+    # ---------------------------------------------------------------- inputs
+    def apply_morphology(self, morph: Morphology) -> None:
+        with self.lock:
+            t = self.state.buffer.stamp
+            self.pipeline.set_morphology(morph, t if np.isfinite(t) else self.now())
+            self.applied_at_cycle = self.cycles
+
+    def _on_cmd_vel(self, msg: Twist) -> None:
+        with self.lock:
+            self.pipeline.set_command(msg.linear.x, msg.linear.y, msg.angular.z)
+
+    def _on_imu(self, msg: Imu) -> None:
+        with self.lock:
+            out = self.state.add_imu(msg, self.now())
+        if out is not None:
+            self.fault(out.kind, "IMU " + out.detail)
+        elif self.lockstep and self.state.lockstep_after_imu():
+            self._cycle()
+
+    def _on_js(self, msg: JointState) -> None:
+        perf = time.perf_counter()
+        with self.lock:
+            out = self.state.add_joint_state(msg, self.now())
+            if out is None:
+                self._js_perf = perf
+                self._js_new = True
+        if out is not None:
+            self.fault(out.kind, "joint state " + out.detail)
+            return
+        if self.state.buffer.unknown:
+            self.fault("unknown_joints", "ignoring " + ", ".join(self.state.buffer.unknown[:4]))
+        if self.lockstep and self.state.lockstep_after_joint_state():
+            self._cycle()
+
+    # ---------------------------------------------------------------- the cycle
+    def _cycle(self) -> None:
+        with self.lock:
+            self._cycle_locked()
+
+    def _cycle_locked(self) -> None:
+        start = time.perf_counter()
+        if self._last_start is not None and not self.lockstep and start - self._last_start > 1.5 * self.period:
+            self.stats.deadline_misses += 1
+        self._last_start = start
+        cycle = self.pipeline.step(self.now(), use_stamps=self.lockstep)
+        # the command first: everything else of the cycle happens after it is on the wire
+        self.cmd_msg.data = array.array("d", cycle.command.tobytes())
+        self.cmd_pub.publish(self.cmd_msg)
+        end = time.perf_counter()
+        if self._js_new:
+            self.stats.add(end - self._js_perf, end - start)
+            self._js_new = False
+        if end - start > self.period and not self.lockstep:
+            self.stats.deadline_misses += 1
+        self._follow_safe_mode(cycle)
+        self.history.append((self.cycles, self.revision, cycle.command.copy()))
+        self.cycles += 1
+        if cycle.safe_mode is None:
+            self._publish_cycle(cycle, end - start)
+            self._publish_actuator_forces(cycle)
+
+    def _follow_safe_mode(self, cycle) -> None:
+        """Log entering safe mode once per episode (counted on /diagnostics), and leaving it."""
+        if cycle.error is not None:
+            self.fault("cycle_error", cycle.error)
+        if cycle.safe_mode is not None:
+            if self.safe_mode is None or self.safe_cycles == 0:
+                self.fault("safe_mode", cycle.safe_mode)
+            self.safe_cycles += 1
+        elif self.safe_mode is not None and self.cycles > 0:
+            self.get_logger().info(f"fresh data: leaving safe mode ({self.safe_mode})", throttle_duration_sec=5.0)
+        self.safe_mode = cycle.safe_mode
+
+    def _publish_cycle(self, cycle, cycle_time: float) -> None:
+        """``~/cycle``: QP solve ms, cycle ms, fallback, infeasible, then the stance flag the
+        QP used for each contact frame of the robot (1/0), for plots and the detector; built
+        only for a subscriber (the damage detector, the estimator's planned stance, a bag)."""
+        if not self.cycle_pub.get_subscription_count():
+            return
+        out = cycle.output
+        msg = self.cycle_msg
+        msg.data = array.array("d", [1e3 * float(out.solve_time), 1e3 * cycle_time, float(bool(out.fallback)),
+                                     float(bool(out.infeasible))] +
+                               [1.0 if cycle.stance.get(f, False) else 0.0 for f in self.cycle_frames])
+        self.cycle_pub.publish(msg)
+
+    def _publish_actuator_forces(self, cycle) -> None:
+        """Closed chains: the actuator forces, in the robot's actuator order (for a subscriber)."""
+        if self.force_pub is None or not self.force_pub.get_subscription_count():
+            return
+        forces = cycle.output.actuator_forces or {}
+        self.force_msg.data = array.array("d", [float(forces.get(n, 0.0)) for n in self.robot.actuated_joints])
+        self.force_pub.publish(self.force_msg)
+
+    def latencies(self) -> np.ndarray:
+        """Joint state received -> command published, seconds (the last cycles, oldest first)."""
+        return self.stats.latencies()
+
+    # ---------------------------------------------------------------- outputs
+    def _on_diag(self) -> None:
+        out = self.control.last_output
+        level = DiagnosticStatus.OK
+        if self.safe_mode is not None:
+            level = DiagnosticStatus.WARN if self.state.imu is not None else DiagnosticStatus.STALE
+        elif out is not None and out.fallback:
+            level = DiagnosticStatus.WARN
+        passive = self.state.passive
+        self.publish_diagnostics(level, f"safe mode: {self.safe_mode}" if self.safe_mode else "running", {
+            "controller": self.control.kind,
+            "status": out.status if out is not None else "none",
+            "solve_time_ms": f"{1e3 * out.solve_time:.3f}" if out is not None else "nan",
+            "fallbacks": self.control.fallbacks,
+            "infeasible": bool(out.infeasible) if out is not None else False,
+            "loop_residual": passive.residual if passive is not None else 0.0,
+            "cycles": self.cycles,
+            "deadline_misses": self.stats.deadline_misses,
+            "update_rate_hz": self.rate,
+            "safe_mode": self.safe_mode is not None,
+            "safe_cycles": self.safe_cycles,
+            **self.stats.recent_ms(),
+        })
+
+    def _on_markers(self) -> None:
+        est = self.state.last
+        if est is None or self.safe_mode is not None or not self.marker_pub.get_subscription_count():
+            return                  # ~40 Python messages: built only for rviz or a bag
+        self.marker_pub.publish(build_markers(
+            self.p["odom_frame"], self.get_clock().now().to_msg(), self.robot, self.control.map, est,
+            self.state.stance, self.control.last_output, self.marker_data))
+
+
+def main(args=None) -> int:
+    return spin_node(WholeBodyControllerNode, args)
