@@ -7,7 +7,7 @@ import pytest
 
 from hybrid_dynamics.dynamics.closed_chain import LoopClosureKinematics
 from hybrid_dynamics.errors import InputError
-from hybrid_dynamics.model.loops import check_loops, load_loops, load_mjcf_loops
+from hybrid_dynamics.model.loops import DescriptionWarning, check_loops, load_loops, load_mjcf_loops
 from hybrid_dynamics.model.robot import build_model, load_robot
 from hybrid_dynamics.paths import robots_dir
 
@@ -45,13 +45,13 @@ def test_mjcf_loops_through_pinocchio_parser_match_the_yaml():
     assert [(l.frame_a, l.frame_b) for l in spec.loops] == [(l.frame_a, l.frame_b) for l in yaml_spec.loops]
     assert spec.actuated == yaml_spec.actuated
     assert model.nv == 50
-    # MuJoCo connects keep 3 rows: the planar loops are then over-constrained, which the check names
-    with pytest.raises(InputError, match="too many rows"):
-        check_loops(model, spec, load_robot("hybrid_biped").q_stand)
+    # MuJoCo connects keep 3 rows: the planar loops' out-of-plane rows are dependent; the rank is kept
+    figures = check_loops(model, spec, load_robot("hybrid_biped").q_stand)
+    assert figures["rows"] == 36 and figures["rank"] == 32 and figures["free_internal"] == 0
 
 
 def _copy(tmp_path, edit):
-    for f in ("hybrid_biped.urdf", "robot.yaml"):
+    for f in ("hybrid_biped.urdf", "hybrid_biped.xml", "robot.yaml"):
         shutil.copy(BIPED / f, tmp_path / f)
     text = (BIPED / "hybrid_biped_loops.yaml").read_text()
     (tmp_path / "hybrid_biped_loops.yaml").write_text(edit(text))
@@ -65,18 +65,23 @@ def test_yaml_naming_a_missing_frame_is_one_line(cli, tmp_path):
 
 
 def test_loops_leaving_passive_dof_undetermined(tmp_path):
-    # drop the z row of a hip spherical cut: 31 rows for 32 passive DoF
-    manifest = _copy(tmp_path, lambda t: t.replace("constrained_axes:\n  - [0, 1]\n  - [0, 1, 2]",
-                                                   "constrained_axes:\n  - [0, 1]\n  - [0, 1]"))
-    with pytest.raises(InputError, match="undetermined"):
-        load_robot(manifest)
+    # drop the z row of a hip spherical cut: 31 rows for 32 passive DoF, one free internal motion
+    drop = lambda t: t.replace("constrained_axes:\n  - [0, 1]\n  - [0, 1, 2]",   # noqa: E731
+                               "constrained_axes:\n  - [0, 1]\n  - [0, 1]")
+    with pytest.warns(DescriptionWarning, match="leave 1 internal motion"):
+        robot = load_robot(_copy(tmp_path, drop))
+    assert robot.loop_report["free_internal"] == 1 and robot.loop_report["free_joints"]
+    strict = tmp_path / "strict"
+    strict.mkdir()
+    with pytest.raises(InputError, match="undetermined.*internal_motion: least_norm"):
+        load_robot(_copy(strict, lambda t: drop(t) + "internal_motion: none\n"))
 
 
 def test_dependent_rows_are_reported(tmp_path):
     # planar knee loop given its out-of-plane row y (identically zero) instead of z
     manifest = _copy(tmp_path, lambda t: t.replace("  - [0, 2]\n  - [0, 1, 2]\n  - [0, 1, 2]\n  - [0, 1]",
                                                    "  - [0, 1]\n  - [0, 1, 2]\n  - [0, 1, 2]\n  - [0, 1]", 1))
-    with pytest.raises(InputError, match="dependent"):
+    with pytest.warns(DescriptionWarning, match="32 constraint rows of rank 31"):
         load_robot(manifest)
 
 

@@ -24,5 +24,6 @@ def run(args) -> int:
         print(f"{report['robot']}: {report['actuated']} actuated, {report['passive']} passive, "
               f"{report['loops']} loops ({report['rows']} rows)")
         for c in report["checks"]:
-            print(f"  {'ok  ' if c['passed'] else 'FAIL'} {c['name']}: {c['value']:.3g} (<= {c['tolerance']:g})")
+            print(f"  {'ok  ' if c['passed'] else 'FAIL'} {c['name']}: {c['value']:.3g} (<= {c['tolerance']:g})"
+                  + (f": {c['message']}" if c.get("message") else ""))
     return 0 if report["passed"] else 1

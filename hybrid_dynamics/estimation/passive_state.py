@@ -35,11 +35,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence
 
 import numpy as np
-from scipy.linalg import lapack
-
 from ..dynamics.closed_chain import LoopClosureKinematics
-
-_getrs = lapack.dgetrs
 
 OK = "ok"
 NEAR_SINGULAR = "near_singular"
@@ -155,7 +151,8 @@ class PassiveStateEstimator:
             return self._serial(th, q_a, v_a, v_base, t)
         e, JT, _ = kin._evaluate(th)           # e_l, J_l^T at the prediction (one Pinocchio pass)
         residual = float(np.abs(e).max())
-        lu, piv, rcond = kin._lu(JT)
+        fac = kin.factor(JT)
+        rcond = fac.rcond
         if rcond < self.rcond_min:
             return self._invalid(NEAR_SINGULAR, f"J_lu near singular (rcond {rcond:.2e}): "
                                  "the actuators do not determine the passive joints here")
@@ -168,16 +165,18 @@ class PassiveStateEstimator:
             self.theta = th = q
             nd = th[kin.qa] - q_a
             e, JT, _ = kin._evaluate(th)
-            lu, piv, rcond = kin._lu(JT)
+            fac = kin.factor(JT)
+            rcond = fac.rcond
             residual = info["residual"]
-        # one solve with the LU of J_lu: J_m v_a, J_m (q_a - theta_a) = -J_lu^-1 J_la [v_a, q_a - theta_a]
-        # and the closure correction J_lu^-1 e_l (J_m itself is never formed)
+        # one solve with J_lu factored (LU, or truncated SVD: least norm over free internal motions):
+        # J_m v_a, J_m (q_a - theta_a) = -J_lu^+ J_la [v_a, q_a - theta_a] and the closure
+        # correction J_lu^+ e_l (J_m itself is never formed)
         R = np.empty((3, kin.m))
         Jla_T = JT[kin.ia]
         np.matmul(np.negative(v_a), Jla_T, out=R[0])
         np.matmul(nd, Jla_T, out=R[1])
         R[2] = e
-        X = _getrs(lu, piv, R.T, overwrite_b=1)[0]           # (n_pas, 3): J_m v_a, J_m d_a, corr
+        X = fac.solve(R.T)                                   # (n_pas, 3): J_m v_a, J_m d_a, corr
         v = np.zeros(kin.nv)
         if v_base is not None:
             v[:kin.nb] = v_base

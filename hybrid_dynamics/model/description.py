@@ -2,7 +2,7 @@
 
 A :class:`Description` is a tree of links joined by joints (URDF semantics: the joint
 frame is the child link frame, its origin is given in the parent link frame). Loop-closure
-constraints, which URDF cannot hold, are kept beside the tree and become MuJoCo
+constraints (:class:`~hybrid_dynamics.model.loops.LoopClosure`), which URDF cannot hold, are kept beside the tree and become MuJoCo
 ``<equality connect/weld>`` elements and the loop YAML read by
 :mod:`hybrid_dynamics.model.loops`.
 
@@ -18,6 +18,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from xml.sax.saxutils import quoteattr
 
 import numpy as np
+
+from .loops import LoopClosure
 
 Vec3 = Tuple[float, float, float]
 
@@ -109,20 +111,6 @@ class Joint:
 
 
 @dataclass
-class LoopClosure:
-    """A cut joint: frames ``frame_a`` and ``frame_b`` (fixed child links) coincide.
-
-    ``kind`` is ``connect`` (positions coincide: a spherical cut, MuJoCo connect) or
-    ``weld`` (whole poses coincide). ``axes`` lists the constrained rows of the relative
-    twist [vx vy vz wx wy wz] in frame_a, e.g. [1, 2] for a planar loop in the local yz plane.
-    """
-    frame_a: str
-    frame_b: str
-    kind: str = "connect"
-    axes: Tuple[int, ...] = (0, 1, 2)
-
-
-@dataclass
 class Description:
     name: str
     base: str
@@ -205,7 +193,7 @@ class Description:
             out.extend("# " + line if line else "#" for line in self.header.strip("\n").splitlines())
         out.append("closed_loop:")
         out.extend(f"  - [{l.frame_a}, {l.frame_b}]" for l in self.loops)
-        out.append("type: [" + ", ".join("'6d'" if l.kind == "weld" else "'3d'" for l in self.loops) + "]")
+        out.append("type: [" + ", ".join(f"'{l.kind}'" for l in self.loops) + "]")
         out.append("constrained_axes:")
         out.extend("  - [" + ", ".join(str(a) for a in l.axes) + "]" for l in self.loops)
         out.append("name_mot:")
@@ -244,7 +232,8 @@ class Description:
             solref = opts.get("eq_solref", "0.002 1")
             solimp = f' solimp="{opts["eq_solimp"]}"' if "eq_solimp" in opts else ""
             for loop in self.loops:
-                out.append(f'    <{loop.kind} site1="{loop.frame_a}" site2="{loop.frame_b}" '
+                tag = "weld" if loop.kind == "6d" else "connect"
+                out.append(f'    <{tag} site1="{loop.frame_a}" site2="{loop.frame_b}" '
                            f'solref="{solref}"{solimp}/>')
             out.append('  </equality>')
         actuated = [j for j in self.joints if j.kind != "fixed" and j.actuated]

@@ -1,16 +1,33 @@
-"""Closed linkages ([Mingo Hoffman 2024, Sec. III, Appendices A-B]): loop-closure kinematics, the
-projection onto base + actuated coordinates, passive-state completion, constrained inverse
-dynamics and the actuator-force <-> motor-torque mapping.
+"""Loop-closure kinematics of closed linkages ([Mingo Hoffman 2024, Sec. III-A]): closure error,
+its Jacobian and drift, the projection onto base + actuated coordinates, position closure and
+passive-state completion. The constrained dynamics built on it live in
+:mod:`hybrid_dynamics.dynamics.closed_chain`.
 
-Notation ([Mingo Hoffman 2024, Sec. III-A]): the spanning tree has coordinates theta = [theta_u (passive); theta_a
-(actuated)] (here scattered in Pinocchio's order; ``iu``/``ia`` index v). Each cut joint keeps
-the rows ``axes`` of the relative motion of frame_b in frame_a; stacked they give the closure
-error e_l (m), its Jacobian J_l (m x nv, zero base columns) and the drift J_l_dot v.
+Notation ([Mingo Hoffman 2024, Sec. III-A]): the spanning tree has coordinates theta =
+[theta_u (passive); theta_a (actuated)] (here scattered in Pinocchio's order; ``iu``/``ia``
+index v). Each cut joint keeps the rows ``axes`` of the relative motion of frame_b in frame_a;
+stacked they give the closure error e_l (m), its Jacobian J_l (m x nv, zero base columns) and
+the drift J_l_dot v.
 
-    J_m   = -J_lu^-1 J_la                                    (eq. 7)
-    G     = d theta / d theta_a,  G_f = blkdiag(I_6, G)       (section 2.6)
-    v     = G_f v_m,   a = G_f a_m + drift,  drift_u = -J_lu^-1 J_l_dot v
-    tau_a = (G_f^T rnea(q, v, a))[6:]                          (fixed base: section 2.3)
+    J_m   = -J_lu^+ J_la                                     ([Mingo Hoffman 2024, Eq. (7)])
+    G     = d theta / d theta_a,  G_f = blkdiag(I_6, G)       ([Mingo Hoffman 2024, Sec. III-A])
+    v     = G_f v_m,   a = G_f a_m + drift,  drift_u = -J_lu^+ J_l_dot v
+
+Position rows: the linear rows are R_a^T (p_b - p_a); the angular rows of a '6d' cut are
+log3(R_a^T R_b R_ref^T) with R_ref = I (the two frames coincide; ``orientation: reference``
+in the loop YAML measures from the reference pose instead). Their Jacobian is exact at any
+pose: d/dt log3(R) = Jlog3(R^T) omega_rel (omega_rel the relative angular velocity in frame a;
+Jlog3(R^T) = J_l^-1 of the rotation, the identity at closure), so Newton closes from any
+starting orientation, not only near the reference.
+
+Rank: the Jacobian of a description written for Pinocchio's 3D/6D constraints has dependent
+rows (a '6d' cut on a planar loop: 6 rows, rank 3) and may leave internal motions free (a
+rod's spin about its own axis). The ranks r_l of J_l and r_u of J_lu are found at the
+reference pose (closed); at every state J_lu is then solved by LU when it is square and of
+full rank there (the loops determine every passive joint), else by its truncated SVD keeping
+the r_u largest singular values: least squares over the rows, least norm over the n_u - r_u
+free internal motions (the declared rule ``internal_motion: least_norm``). rcond is then
+sigma_{r_u} / sigma_1, which falls near a singularity as LAPACK's estimate does.
 
 One call of ``computeJointJacobiansTimeVariation`` gives the placements, J and J_dot of every
 joint; the relative Jacobians of all cuts are then formed together in numpy, in world
@@ -18,8 +35,7 @@ coordinates: the relative twist of b w.r.t. a is (J_B - J_A) v (spatial, at the 
 expressed in frame a at the point p_b by T = [[R_a^T, -R_a^T [p_b]x], [0, R_a^T]]. One batched
 product R_a^T [I | -[p_b]x | p_b - p_a | J_dot-terms] gives the constrained rows of T, the
 closure error and the drift of every cut at once; J_l^T = J^T T_rows^T masked by the joints
-between the cut frames. J_lu is factored once per pass (LAPACK getrf + gecon) and reused for
-J_m, the drift and (transposed) the multipliers of the fixed-base ID, which never forms G_f.
+between the cut frames.
 
 For a serial robot (no loops) the projection is the identity and the drift zero.
 """
@@ -33,6 +49,7 @@ from typing import List, Optional, Sequence, Tuple
 import numpy as np
 import pinocchio as pin
 from scipy.linalg import lapack
+from scipy.optimize import least_squares
 
 _getrf, _getrs, _gecon, _lange = lapack.dgetrf, lapack.dgetrs, lapack.dgecon, lapack.dlange
 
@@ -70,6 +87,12 @@ def _placement_view(model: pin.Model, data: pin.Data) -> Optional[np.ndarray]:
         return None
 
 
+def numerical_rank(A: np.ndarray, tol: float = 1e-8) -> int:
+    """Singular values above ``tol`` times the largest."""
+    s = np.linalg.svd(A, compute_uv=False) if A.size else np.zeros(0)
+    return int(np.sum(s > s[0] * tol)) if s.size and s[0] > 0 else 0
+
+
 @dataclass
 class LoopState:
     """Closure quantities at one configuration (and velocity, when given)."""
@@ -82,19 +105,54 @@ class SingularLinkage(RuntimeError):
     """J_lu is (near) singular: the actuators do not determine the passive joints here."""
 
 
-class LoopClosureKinematics:
+class PassiveSolve:
+    """J_lu at one state, factored for J_lu x = b and J_lu^T y = c (least squares, least norm).
+
+    LU (LAPACK getrf, rcond by gecon) when ``rank`` is None (square J_lu of full rank), else
+    the SVD truncated to ``rank`` singular values (rcond = sigma_rank / sigma_1)."""
+
+    __slots__ = ("lu", "piv", "U", "s", "Vt", "rcond")
+
+    def __init__(self, Jlu: np.ndarray, rank: Optional[int]):
+        self.U = self.s = self.Vt = self.lu = self.piv = None
+        if not Jlu.size:
+            self.lu, self.piv, self.rcond = Jlu, np.zeros(0, dtype=np.int32), 1.0
+        elif rank is None:
+            anorm = _lange("1", Jlu)
+            self.lu, self.piv, info = _getrf(Jlu, overwrite_a=1)
+            self.rcond = float(_gecon(self.lu, anorm, "1")[0]) if info == 0 else 0.0
+        else:
+            U, s, Vt = np.linalg.svd(Jlu, full_matrices=False)
+            self.rcond = float(s[rank - 1] / s[0]) if rank and s[0] > 0 else (1.0 if not rank else 0.0)
+            self.U, self.s, self.Vt = U[:, :rank], s[:rank], Vt[:rank]
+
+    def solve(self, b: np.ndarray) -> np.ndarray:
+        """x = J_lu^+ b (b: m or m x k)."""
+        if self.U is None:
+            return _getrs(self.lu, self.piv, b)[0] if self.lu.size else np.zeros((0,) + b.shape[1:])
+        y = self.U.T @ b
+        return self.Vt.T @ (y / (self.s if y.ndim == 1 else self.s[:, None]))
+
+    def solve_t(self, c: np.ndarray) -> np.ndarray:
+        """y = J_lu^+T c: the least-norm multipliers of J_lu^T y = c."""
+        if self.U is None:
+            return _getrs(self.lu, self.piv, c, trans=1)[0] if self.lu.size else np.zeros(0)
+        return self.U @ ((self.Vt @ c) / self.s)
+
+
+class LoopKinematics:
     """Loop-closure kinematics of a robot with closed linkages (``robot.loops``).
 
-    ``LoopClosureKinematics(robot)``; the main entry points are :meth:`projection`,
-    :meth:`close` (position closure), :meth:`complete` (passive positions, velocities and
-    accelerations from the actuated ones), :meth:`inverse_dynamics` (fixed base) and the
-    actuator mappings :meth:`motor_torque` / :meth:`actuator_force`.
+    ``LoopKinematics(model, spec, q_ref)``; the main entry points are :meth:`projection`,
+    :meth:`close` (position closure from any pose), :meth:`complete` (passive velocities and
+    accelerations from the actuated ones) and :meth:`closed_pose` (a closed pose near a given
+    one, actuators free).
     """
 
-    def __init__(self, robot, loops=None, model: Optional[pin.Model] = None, q_ref=None):
-        self.model = model if model is not None else robot.model
+    def __init__(self, model: pin.Model, spec=None, q_ref=None):
+        self.model = model
         self.data = self.model.createData()
-        self.spec = loops if loops is not None else getattr(robot, "loops", None)
+        self.spec = spec
         m = self.model
         self.nv, self.nq = m.nv, m.nq
         self.floating = m.njoints > 1 and m.joints[1].nv == 6
@@ -102,8 +160,10 @@ class LoopClosureKinematics:
         self.joint_names = [m.names[j] for j in range(1 + (1 if self.floating else 0), m.njoints)]
         for j in range(1 + (1 if self.floating else 0), m.njoints):
             if m.joints[j].nq != 1 or m.joints[j].nv != 1:
-                raise InputError(f"joint '{m.names[j]}' is not a 1-DoF joint: closed-chain models need "
-                                 "revolute or prismatic joints")
+                raise InputError(f"joint '{m.names[j]}' is a {m.joints[j].shortname()}: closed-chain models "
+                                 "take 1-DoF joints (list it under joint_name / joint_type in the loop YAML "
+                                 "to have it replaced by revolutes)",
+                                 file=str(spec.path) if spec is not None else None)
         if self.spec is None:
             self.actuated_joints = list(self.joint_names)
             self.loops = []
@@ -184,19 +244,31 @@ class LoopClosureKinematics:
         eps[0, 2, 1] = eps[2, 1, 0] = eps[1, 0, 2] = -1.0
         self._Ec = np.stack([-eps.transpose(1, 2, 0), eps.transpose(1, 2, 0)], axis=2).reshape(18, 3)
         self._R_ref = [np.eye(3) for _ in range(L)]
+        self._Jlog = np.zeros((L, 3, 3))
         # G: d theta / d theta_a (nv - nb rows scattered to nv), G_f with the base block
         self.G_f = np.zeros((self.nv, self.nb + self.n_act))
         self.G_f[:self.nb, :self.nb] = np.eye(self.nb)
         self.G_f[self.ia, self.nb + np.arange(self.n_act)] = 1.0
-        if q_ref is None and robot is not None:
-            q_ref = getattr(robot, "q_stand", None)
         self.q_ref = pin.neutral(m) if q_ref is None else np.array(q_ref, dtype=float)
-        if self._ang_loops:   # angular rows are measured from the relative orientation at q_ref
+        measured = [k for k in self._ang_loops if getattr(self.loops[k], "orientation", "coincide") == "reference"]
+        if measured:          # orientation: reference -> angular rows from the relative orientation at q_ref
             pin.forwardKinematics(m, self.data, self.q_ref)
             F = self._frames()
-            for k in self._ang_loops:
+            for k in measured:
                 self._R_ref[k] = F[2 * k, :, :3].T @ F[2 * k + 1, :, :3]
         self.last_rcond = 1.0
+        self.set_ranks(self.q_ref)
+
+    def set_ranks(self, q: np.ndarray, tol: float = 1e-8) -> None:
+        """Ranks of J_l and J_lu at ``q`` (a closed pose): r_l, r_u, the number of free internal
+        motions n_pas - r_u, and the factorisation used at every later state (LU when J_lu is
+        square of full rank, else the SVD truncated to r_u)."""
+        self.rank_l = self.rank_u = 0
+        if self.m:
+            J = self.compute(q).J
+            self.rank_l, self.rank_u = numerical_rank(J, tol), numerical_rank(J[:, self.iu], tol)
+        self.n_free = self.n_pas - self.rank_u
+        self._svd_rank = None if (self.m == self.n_pas == self.rank_u) else self.rank_u
 
     # ------------------------------------------------------------------ kinematics
     def __getstate__(self):
@@ -254,13 +326,18 @@ class LoopClosureKinematics:
             Trow[ang, 3:] = Ts[ang, :3]
             Trow[ang, :3] = 0.0
             Ra, Rb = F[0::2, :3, :3], F[1::2, :3, :3]
+            Jl = self._Jlog
             for k in self._ang_loops:
-                ek = pin.log3(Ra[k].T @ Rb[k] @ self._R_ref[k].T)
+                Rk = Ra[k].T @ Rb[k] @ self._R_ref[k].T
+                ek = pin.log3(Rk)
+                Jl[k] = pin.Jlog3(Rk.T)                          # d log3(R) / dt = Jlog3(R^T) omega_rel
                 sel = ang[kr[ang] == k]
                 e[sel] = ek[ar[sel] - 3]
+            # angular rows: Jlog3(R^T) R_a^T (a loop's three angular rows mixed by Jlog3)
+            Trow[ang, 3:] = np.einsum("ij,ijk->ik", Jl[kr[ang], ar[ang] - 3], Rt[kr[ang]])
             if drift is not None:
                 drift = drift.copy()
-                drift[ang] = Ts[ang, 8]
+                drift[ang] = np.einsum("ij,ij->i", Jl[kr[ang], ar[ang] - 3], T[kr[ang], :, 8])
         JT = None
         if jacobian or v is not None:
             JT = np.matmul(d.J.T, Trow.T)
@@ -281,43 +358,23 @@ class LoopClosureKinematics:
         return self._evaluate(q, None, jacobian=False)[0]
 
     # ------------------------------------------------------------------ linear algebra
-    def _factor(self, J: np.ndarray):
-        """LU of J_lu with a reciprocal condition estimate (LAPACK gecon, 1-norm)."""
-        return self._lu(J.T)
+    def factor(self, JT: np.ndarray) -> PassiveSolve:
+        """J_lu at one state, from J_l^T (nv x m): LU or truncated SVD (see the module doc)."""
+        fac = PassiveSolve(JT[self.iu].T, self._svd_rank)      # Fortran order: LAPACK may overwrite
+        self.last_rcond = fac.rcond
+        return fac
 
-    def _lu(self, JT: np.ndarray):
-        """:meth:`_factor` from J_l^T (nv x m): (lu, piv, rcond)."""
-        Jlu = JT[self.iu].T                       # Fortran order, a copy LAPACK may overwrite
-        if not Jlu.size:
-            self.last_rcond = 1.0
-            return Jlu, np.zeros(0, dtype=np.int32), 1.0
-        anorm = _lange("1", Jlu)
-        lu, piv, info = _getrf(Jlu, overwrite_a=1)
-        rcond = _gecon(lu, anorm, "1")[0] if info == 0 else 0.0
-        self.last_rcond = float(rcond)
-        return lu, piv, rcond
-
-    @staticmethod
-    def _solve(fac, b):
-        lu, piv, _ = fac
-        return _getrs(lu, piv, b)[0]
-
-    def _solve_jm(self, J: np.ndarray, fac, extra: Optional[np.ndarray] = None):
-        """J_lu^-1 [J_la, extra] in one LAPACK call: (J_m, J_lu^-1 extra or None)."""
+    def _solve_jm(self, J: np.ndarray, fac: PassiveSolve, extra: Optional[np.ndarray] = None):
+        """J_lu^+ [J_la, extra] in one solve: (J_m, J_lu^+ extra or None)."""
         na = self.n_act
         R = np.empty((na + (extra is not None), J.shape[0]))
         R[:na] = J.T[self.ia]
         if extra is not None:
             R[na] = extra
-        X = _getrs(fac[0], fac[1], R.T, overwrite_b=1)[0]
+        X = fac.solve(R.T)
         Jm = X[:, :na]
         np.negative(Jm, out=Jm)
         return Jm, (X[:, na] if extra is not None else None)
-
-    def jm(self, state: LoopState, fac=None) -> np.ndarray:
-        """J_m = -J_lu^-1 J_la (n_pas x n_act)."""
-        fac = fac or self._factor(state.J)
-        return self._solve_jm(state.J, fac)[0]
 
     def projection(self, q: np.ndarray, v: Optional[np.ndarray] = None,
                    state: Optional[LoopState] = None) -> Tuple[np.ndarray, np.ndarray]:
@@ -338,10 +395,10 @@ class LoopClosureKinematics:
         return G, drift
 
     def _projection_terms(self, J, drift_acc):
-        """(J_m, drift_u = -J_lu^-1 J_l_dot v or None); raises SingularLinkage."""
-        fac = self._factor(J)
-        if fac[2] < 1e-12:
-            raise SingularLinkage(f"J_lu is singular (rcond {fac[2]:.1e})")
+        """(J_m, drift_u = -J_lu^+ J_l_dot v or None); raises SingularLinkage."""
+        fac = self.factor(J.T)
+        if fac.rcond < 1e-12:
+            raise SingularLinkage(f"J_lu is singular (rcond {fac.rcond:.1e})")
         Jm, s = self._solve_jm(J, fac, drift_acc)
         if s is not None:
             np.negative(s, out=s)
@@ -350,11 +407,34 @@ class LoopClosureKinematics:
     # ------------------------------------------------------------------ positions
     def close(self, q0: np.ndarray, *, tol: float = 1e-10, max_iter: int = 30, damping: float = 1e-6,
               max_step: float = 0.3) -> Tuple[np.ndarray, dict]:
-        """Position closure: passive joints of ``q0`` moved (damped Newton, actuated joints and
-        base held) until ||e_l||_inf <= tol. Warm-start from the previous solution to stay on
-        the same assembly branch; each step is clipped to ``max_step`` rad (branch continuity).
+        """Position closure: passive joints of ``q0`` moved (damped Newton on the exact Jacobian,
+        actuated joints and base held) until ||e_l||_inf <= tol. Warm-start from the previous
+        solution to stay on the same assembly branch; each step is clipped to ``max_step`` rad
+        (branch continuity). When Newton does not converge (a start far from closure: a '6d'
+        cut half a turn out), a least-squares solve on a residual smooth over all of SO(3)
+        (R - I instead of log3) brings it close and Newton finishes.
         Returns (q, info) with info = {iterations, residual, converged, rcond}."""
-        q = np.array(q0, dtype=float)
+        q, info = self._newton(np.array(q0, dtype=float), self.qu, self.iu, tol, max_iter, damping, max_step)
+        if not info["converged"] and self.n_pas:
+            q = self._smooth_solve(np.array(q0, dtype=float), self.qu)
+            q, more = self._newton(q, self.qu, self.iu, tol, max_iter, damping, max_step)
+            more["iterations"] += info["iterations"]
+            info = more
+        return q, info
+
+    def closed_pose(self, q0: np.ndarray, tol: float = 1e-10) -> Tuple[np.ndarray, dict]:
+        """A closed pose near ``q0`` with every joint free (actuated ones too): the reference pose
+        found at load when a description's neutral pose is open."""
+        joints = np.concatenate([self.qu, self.qa]).astype(int)
+        cols = np.concatenate([self.iu, self.ia]).astype(int)
+        q = self._smooth_solve(np.array(q0, dtype=float), joints)
+        q, info = self._newton(q, joints, cols, tol, 50, 1e-6, 0.3)
+        turns = [self.model.joints[self.model.getJointId(n)].idx_q for n in self.joint_names
+                 if self.model.joints[self.model.getJointId(n)].shortname().startswith("JointModelR")]
+        q[turns] = np.mod(q[turns] + math.pi, 2 * math.pi) - math.pi     # revolutes: same closure
+        return q, info
+
+    def _newton(self, q, qi, vi, tol, max_iter, damping, max_step):
         info = {"iterations": 0, "residual": 0.0, "converged": True, "rcond": 1.0}
         if self.L == 0:
             return q, info
@@ -366,19 +446,50 @@ class LoopClosureKinematics:
                 break
             if r <= tol:
                 info["converged"] = True
-                info["rcond"] = self._factor(st.J)[2]
+                info["rcond"] = self.factor(st.J.T).rcond
                 return q, info
             if it == max_iter:
                 break
-            Ju = st.J[:, self.iu]
+            Ju = st.J[:, vi]
             mu = damping * min(1.0, r)
-            dq = -np.linalg.solve(Ju.T @ Ju + mu * np.eye(self.n_pas), Ju.T @ st.error)
+            # damped normal equations; rank-deficient J_lu (free internal motions): least-norm step
+            try:
+                dq = -np.linalg.solve(Ju.T @ Ju + mu * np.eye(len(vi)), Ju.T @ st.error)
+            except np.linalg.LinAlgError:
+                dq = -np.linalg.lstsq(Ju, st.error, rcond=1e-12)[0]
             step = np.max(np.abs(dq))
             if step > max_step:
                 dq *= max_step / step
-            q[self.qu] += dq
+            q[qi] += dq
         info["converged"] = False
         return q, info
+
+    def _smooth_residual(self, q: np.ndarray) -> np.ndarray:
+        """Closure residual smooth on all of SO(3): the linear rows, and for a cut with all three
+        angular rows R_a^T R_b R_ref^T - I (9 entries, zero only at closure; a subset of angular
+        rows keeps its log3 entries)."""
+        pin.forwardKinematics(self.model, self.data, q)
+        F = self._frames()
+        out = []
+        for k, loop in enumerate(self.loops):
+            Ra, Rb, pa, pb = F[2 * k, :, :3], F[2 * k + 1, :, :3], F[2 * k, :, 3], F[2 * k + 1, :, 3]
+            lin = [a for a in loop.axes if a < 3]
+            ang = [a - 3 for a in loop.axes if a >= 3]
+            out.append((Ra.T @ (pb - pa))[lin])
+            R = Ra.T @ Rb @ self._R_ref[k].T
+            out.append((R - np.eye(3)).ravel() if len(ang) == 3 else pin.log3(R)[ang])
+        return np.concatenate(out)
+
+    def _smooth_solve(self, q: np.ndarray, qi: np.ndarray) -> np.ndarray:
+        def fun(x):
+            q[qi] = x
+            return self._smooth_residual(q)
+        x0 = q[qi].copy()
+        if not np.any(self._smooth_residual(q)):
+            return q
+        sol = least_squares(fun, x0, method="trf", xtol=1e-14, ftol=1e-14, gtol=1e-14, max_nfev=200 * (len(qi) + 1))
+        q[qi] = sol.x
+        return q
 
     def with_actuated(self, q: np.ndarray, q_a: Sequence[float]) -> np.ndarray:
         out = np.array(q, dtype=float)
@@ -389,7 +500,7 @@ class LoopClosureKinematics:
     def complete(self, q: np.ndarray, v_a: np.ndarray, a_a: Optional[np.ndarray] = None,
                  v_base: Optional[np.ndarray] = None, a_base: Optional[np.ndarray] = None):
         """Passive velocities (and accelerations) from the actuated ones at a closed q:
-        v_u = J_m v_a, a_u = J_m a_a - J_lu^-1 J_l_dot v. Returns (v, a) in R^nv."""
+        v_u = J_m v_a, a_u = J_m a_a - J_lu^+ J_l_dot v. Returns (v, a) in R^nv."""
         vm = np.concatenate([np.zeros(self.nb) if v_base is None else v_base, v_a])
         G, _ = self.projection(q)
         v = G @ vm
@@ -398,269 +509,3 @@ class LoopClosureKinematics:
         am = np.concatenate([np.zeros(self.nb) if a_base is None else a_base, a_a])
         G, drift = self.projection(q, v)
         return v, G @ am + drift
-
-    # ------------------------------------------------------------------ dynamics
-    def inverse_dynamics(self, q: np.ndarray, v: np.ndarray, a_a: np.ndarray,
-                         G_f: Optional[np.ndarray] = None, drift: Optional[np.ndarray] = None):
-        """Fixed base (base at rest): actuator forces tau_a = (G_f^T rnea(q, v, a))[nb:]
-        with a = G_f [0; a_a] + drift ([Mingo Hoffman 2024, Sec. III-A]). Returns (tau_a, a)."""
-        if G_f is None and self.L:
-            # one pass and one LU of J_lu, G_f never formed:
-            #   a_u = -J_lu^-1 (J_la a_a + J_l_dot v),  tau_a = tau_a' - J_la^T J_lu^-T tau_u'
-            e, JT, dacc = self._evaluate(q, v)
-            lu, piv, rcond = self._lu(JT)
-            if rcond < 1e-12:
-                raise SingularLinkage(f"J_lu is singular (rcond {rcond:.1e})")
-            a_a = np.asarray(a_a, dtype=float)
-            Jla_T = JT[self.ia]
-            a = np.zeros(self.nv)
-            a[self.ia] = a_a
-            a[self.iu] = _getrs(lu, piv, np.negative(a_a @ Jla_T + dacc), overwrite_b=1)[0]
-            tau = pin.rnea(self.model, self.data, q, v, a)
-            lam = _getrs(lu, piv, tau[self.iu], trans=1, overwrite_b=1)[0]
-            return tau[self.ia] - Jla_T @ lam, a
-        if G_f is None:
-            G_f, drift = self.projection(q, v)
-        a = G_f[:, self.nb:] @ a_a
-        if drift is not None:
-            a = a + drift
-        tau = pin.rnea(self.model, self.data, q, v, a)
-        return G_f[:, self.nb:].T @ tau, a
-
-    # ------------------------------------------------------------------ actuators
-    def transmissions(self) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(lead, efficiency, max_force) per actuated joint (lead nan: no screw)."""
-        n = self.n_act
-        lead, eta, fmax = np.full(n, np.nan), np.ones(n), np.full(n, np.inf)
-        if self.spec is not None:
-            for i, name in enumerate(self.actuated_joints):
-                t = self.spec.transmissions.get(name)
-                if t is not None:
-                    lead[i], eta[i], fmax[i] = t.lead, t.efficiency, t.max_force
-        return lead, eta, fmax
-
-    def motor_torque(self, force: np.ndarray) -> np.ndarray:
-        """Motor torque producing each actuator force through its ball screw:
-        tau_m = F L / (2 pi eta) ([Mingo Hoffman 2024, Sec. VI-B]). Joints without a screw pass through."""
-        lead, eta, _ = self.transmissions()
-        return np.where(np.isnan(lead), force, force * np.nan_to_num(lead) / (2 * math.pi * eta))
-
-    def actuator_force(self, motor_torque: np.ndarray) -> np.ndarray:
-        """Inverse of :meth:`motor_torque`: F = tau_m 2 pi eta / L."""
-        lead, eta, _ = self.transmissions()
-        safe = np.where(np.isnan(lead), 1.0, lead)
-        return np.where(np.isnan(lead), motor_torque, motor_torque * 2 * math.pi * eta / safe)
-
-    def force_limits(self) -> np.ndarray:
-        """Actuator force limit per actuated joint: the screw's max_force, else the URDF effort."""
-        _, _, fmax = self.transmissions()
-        eff = self.model.effortLimit[self.ia]
-        return np.where(np.isfinite(fmax), fmax, eff)
-
-
-# ============================================================================ floating base
-@dataclass
-class IDResult:
-    """One constrained inverse-dynamics solution ([Mingo Hoffman 2024, Sec. III-B, Eqs. (25)-(29), Appendix B])."""
-    dv: np.ndarray               # nu_dot (nv)
-    forces: np.ndarray           # contact point forces, world axes (3c)
-    tau: np.ndarray              # actuator forces (n_act), as solved
-    lam: np.ndarray              # loop multipliers (m)
-    tau_joint: Optional[np.ndarray]   # serial-equivalent joint torques
-    motor_torque: np.ndarray     # through lead and efficiency
-    saturated: np.ndarray        # bool per actuator: |tau| at the force limit
-    status: str
-    form: str                    # "three-step" or "projected"
-
-
-def contact_points(model: pin.Model, data: pin.Data, contacts, q=None, v=None):
-    """(J_c (3c x nv), J_c_dot v (3c)) of every contact point, world axes, after
-    ``forwardKinematics(q, v, 0)`` and ``computeJointJacobians`` have run on ``data``."""
-    rows, bias = [], []
-    LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
-    for c in contacts:
-        fid = model.getFrameId(c.frame)
-        J = pin.getFrameJacobian(model, data, fid, LWA)
-        R = data.oMf[fid].rotation
-        a0 = pin.getFrameClassicalAcceleration(model, data, fid, LWA)
-        vel = pin.getFrameVelocity(model, data, fid, LWA)
-        w, alpha = vel.angular, a0.angular
-        for p in c.points:
-            r = R @ p
-            rx = np.array([[0, -r[2], r[1]], [r[2], 0, -r[0]], [-r[1], r[0], 0]])
-            rows.append(J[:3] - rx @ J[3:])
-            bias.append(a0.linear + np.cross(alpha, r) + np.cross(w, np.cross(w, r)))
-    if not rows:
-        return np.zeros((0, model.nv)), np.zeros(0)
-    return np.vstack(rows), np.concatenate(bias)
-
-
-def _refine_active_set(P, c, A, l, u, x, y, tol: float = 1e-7):
-    """Exact solution on the active set OSQP found: the KKT system of the equality-constrained
-    QP (equalities and active bounds), solved by least squares since contact rows are
-    redundant (4 points per foot give rank 6). Gives the optimum to machine precision, so the
-    three-step and projected forms can be compared to 1e-9."""
-    Ax = A @ x
-    lower = (np.abs(Ax - l) < tol * (1 + np.abs(l))) & (y < 0)
-    upper = (np.abs(Ax - u) < tol * (1 + np.abs(u))) & (y > 0)
-    eq = np.isclose(l, u)
-    act = eq | lower | upper
-    b = np.where(upper & ~eq, u, l)[act]
-    # diagonal scaling (variables by sqrt(diag P), rows by their norm): the weights span
-    # many decades (base task vs. force regularisation), the scaled KKT system does not
-    dvar = 1.0 / np.sqrt(np.maximum(np.diag(P), 1e-300))
-    Ps = P * dvar[:, None] * dvar[None, :]
-    As = A[act] * dvar[None, :]
-    rs = 1.0 / np.maximum(np.linalg.norm(As, axis=1), 1e-300)
-    As, b = As * rs[:, None], b * rs
-    n, k = P.shape[0], As.shape[0]
-    K = np.block([[Ps, As.T], [As, np.zeros((k, k))]])
-    sol = np.linalg.lstsq(K, np.concatenate([-c * dvar, b]), rcond=None)[0]
-    xr = sol[:n] * dvar
-    # keep the refinement only if it is feasible (the active set was right)
-    slack = 1e-8 * (1 + np.abs(A @ xr))
-    if np.all(A @ xr >= l - slack) and np.all(A @ xr <= u + slack):
-        return xr
-    return x
-
-
-class ClosedChainInverseDynamics:
-    """Floating-base constrained inverse dynamics with contacts ([Mingo Hoffman 2024, Sec. III-B, Eqs. (25)-(29), Appendix B]).
-
-    QP over (nu_dot, F) (three-step form) or (nu_dot_m, F) (projected form):
-        min ||nu_dot_base - a_base_ref||^2 + eps ||nu_dot||^2 + gamma ||F||^2
-        s.t. base rows of the dynamics, contact accelerations zero, loop accelerations zero
-             (three-step only: the projected form has them built in), linearised friction
-             pyramids F_z >= 0, |F_x|, |F_y| <= mu F_z, and the actuator force limits.
-    then lambda = J_lu^-T (M_u nu_dot + h_u - J_cu^T F)                          (eq. 28)
-         tau    = M_a nu_dot + h_a - J_ca^T F - J_la^T lambda                     (eq. 29)
-    or, projected, tau = [G_f^T (M nu_dot + h - J_c^T F)]_a                      (eqs. 67-70).
-    The base task is on the spatial base acceleration (Pinocchio's nu_dot[:6], base frame).
-    """
-
-    def __init__(self, robot, kin: Optional[LoopClosureKinematics] = None, eps: float = 1e-5,
-                 gamma: float = 1e-6, mu: Optional[float] = None, force_limits: bool = True):
-        self.robot = robot
-        self.kin = kin or LoopClosureKinematics(robot)
-        self.model = self.kin.model
-        self.data = self.model.createData()
-        self.eps, self.gamma = eps, gamma
-        self.mu = robot.friction if mu is None else mu
-        self.force_limits = force_limits
-        m = self.model
-        serial = [n for leg in robot.legs for n in leg.joint_names(m)]
-        self.serial_joints = [n for n in serial if n in set(self.kin.passive_joints)]
-        self.i_serial = np.array([m.joints[m.getJointId(n)].idx_v for n in self.serial_joints], dtype=int)
-
-    def terms(self, q, v, contacts):
-        """M, h, J_c, J_c_dot v, loop state, (G_f, drift) at (q, v)."""
-        m, d = self.model, self.data
-        M = pin.crba(m, d, q)
-        M = np.triu(M) + np.triu(M, 1).T
-        h = pin.nonLinearEffects(m, d, q, v)
-        pin.forwardKinematics(m, d, q, v, np.zeros(m.nv))
-        pin.computeJointJacobians(m, d, q)
-        pin.updateFramePlacements(m, d)
-        Jc, dJc = contact_points(m, d, contacts)
-        st = self.kin.compute(q, v)
-        G_f, drift = self.kin.projection(q, v, st)
-        return M, h, Jc, dJc, st, G_f, drift
-
-    def serial_torques(self, G_f: np.ndarray, tau: np.ndarray) -> Optional[np.ndarray]:
-        """tau_j = (P J_m)^-T tau: serial-equivalent joint torques doing the same power."""
-        Js = G_f[self.i_serial, self.kin.nb:]
-        if Js.shape[0] != Js.shape[1]:
-            return None
-        return np.linalg.solve(Js.T, tau)
-
-    def solve(self, q, v, a_base_ref=None, contacts=None, form: str = "three-step") -> IDResult:
-        import osqp
-        from scipy import sparse
-        kin = self.kin
-        contacts = self.robot.contacts if contacts is None else contacts
-        M, h, Jc, dJc, st, G_f, drift = self.terms(q, v, contacts)
-        nv, nb, na, nc = kin.nv, kin.nb, kin.n_act, Jc.shape[0]
-        a_ref = np.zeros(6) if a_base_ref is None else np.asarray(a_base_ref, float)
-        # nu_dot = Z x + z0 with x the QP's acceleration variables
-        if form == "three-step":
-            Z, z0 = np.eye(nv), np.zeros(nv)
-        elif form == "projected":
-            Z, z0 = G_f, drift
-        else:
-            raise ValueError(form)
-        nx = Z.shape[1]
-        n = nx + nc
-        # cost 1/2 x^T P x + c^T x
-        Sb = np.zeros((6, nv))
-        Sb[:, :6] = np.eye(6)
-        A_b = Sb @ Z
-        P = np.zeros((n, n))
-        c = np.zeros(n)
-        P[:nx, :nx] = 2 * (A_b.T @ A_b + self.eps * Z.T @ Z)
-        c[:nx] = 2 * (A_b.T @ (Sb @ z0 - a_ref) + self.eps * Z.T @ z0)
-        P[nx:, nx:] = 2 * self.gamma * np.eye(nc)
-        # equalities
-        eq_A, eq_b = [], []
-        row = np.zeros((6, n))                                       # base rows (26a)
-        row[:, :nx] = M[:6] @ Z
-        row[:, nx:] = -Jc[:, :6].T
-        eq_A.append(row)
-        eq_b.append(-(M[:6] @ z0 + h[:6]))
-        if nc:                                                       # contacts (25b)
-            row = np.zeros((nc, n))
-            row[:, :nx] = Jc @ Z
-            eq_A.append(row)
-            eq_b.append(-(Jc @ z0 + dJc))
-        if form == "three-step" and kin.m:                           # loops (25c)
-            row = np.zeros((kin.m, n))
-            row[:, :nx] = st.J
-            eq_A.append(row)
-            eq_b.append(-st.drift_acc)
-        A_eq, b_eq = np.vstack(eq_A), np.concatenate(eq_b)
-        # inequalities: friction pyramids, actuator limits
-        in_A, lo, hi = [], [], []
-        for i in range(nc // 3):
-            fr = np.zeros((5, n))
-            k = nx + 3 * i
-            fr[0, k + 2] = 1.0
-            fr[1, [k, k + 2]] = (1.0, self.mu)
-            fr[2, [k, k + 2]] = (-1.0, self.mu)
-            fr[3, [k + 1, k + 2]] = (1.0, self.mu)
-            fr[4, [k + 1, k + 2]] = (-1.0, self.mu)
-            in_A.append(fr)
-            lo.append(np.zeros(5))
-            hi.append(np.full(5, np.inf))
-        Ga = G_f[:, nb:]
-        if self.force_limits and na:                                 # tau linear in (x, F)
-            T = np.zeros((na, n))
-            T[:, :nx] = Ga.T @ M @ Z
-            T[:, nx:] = -Ga.T @ Jc.T
-            t0 = Ga.T @ (M @ z0 + h)
-            fmax = kin.force_limits()
-            in_A.append(T)
-            lo.append(-fmax - t0)
-            hi.append(fmax - t0)
-        A = np.vstack([A_eq] + in_A)
-        l = np.concatenate([b_eq] + lo)
-        u = np.concatenate([b_eq] + hi)
-        solver = osqp.OSQP()
-        solver.setup(sparse.csc_matrix(np.triu(P)), c, sparse.csc_matrix(A), l, u, verbose=False,
-                     eps_abs=1e-10, eps_rel=1e-10, max_iter=20000, polishing=True,
-                     polish_refine_iter=10)
-        res = solver.solve()
-        status = res.info.status
-        x = res.x
-        if status == "solved":
-            x = _refine_active_set(P, c, A, l, u, res.x, res.y)
-        dv = Z @ x[:nx] + z0
-        F = x[nx:]
-        rhs = M @ dv + h - Jc.T @ F
-        if form == "three-step":
-            lam = np.linalg.solve(st.J[:, kin.iu].T, rhs[kin.iu]) if kin.m else np.zeros(0)
-            tau = rhs[kin.ia] - st.J[:, kin.ia].T @ lam
-        else:
-            tau = Ga.T @ rhs
-            lam = np.linalg.solve(st.J[:, kin.iu].T, rhs[kin.iu]) if kin.m else np.zeros(0)
-        fmax = kin.force_limits()
-        return IDResult(dv, F, tau, lam, self.serial_torques(G_f, tau), kin.motor_torque(tau),
-                        np.abs(tau) >= fmax * (1 - 1e-6), status, form)

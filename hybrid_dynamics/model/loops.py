@@ -1,40 +1,70 @@
-"""Loop-closure sidecar YAML for closed linkages (the community convention of Pinocchio-based parallel-robot tools; loops as in [Mingo Hoffman 2024, Sec. III-A]).
+"""Loop-closure sidecar YAML for closed linkages: the community convention of Pinocchio-based
+parallel-robot tools (example-parallel-robots, toolbox-parallel-robots) in full, plus our
+extensions; loops as in [Mingo Hoffman 2024, Sec. III-A]. Every key, its meaning and default
+is written down in docs/loops.md::
 
-    closed_loop: [[frame_a, frame_b], ...]   # the two sides of each cut joint
-    type: ['3d' | '6d', ...]                 # rows kept by default: position, or full pose
-    name_mot: [actuated joint names]         # every other non-fixed joint is passive
-    constrained_axes: [[i, ...], ...]        # optional, per loop: rows of the relative twist
-                                             # [vx vy vz wx wy wz] in frame_a that are kept
-                                             # (a revolute cut 5, a planar loop 2 or 3)
-    transmissions:                           # optional, per actuated prismatic joint
+    closed_loop: [[frame_a, frame_b], ...]   # the two sides of each cut joint (required)
+    type: ['3d' | '6d', ...]                 # any case; default '6d' for every loop
+    name_mot: [actuated joint names]         # required; every other non-fixed joint is passive
+    joint_name: [joint, ...]                 # joints of the URDF replaced by ...
+    joint_type: [SPHERICAL | UJOINT_AB | FREE | FIXED, ...]   # ... these (any case; 'universal'
+                                             # = UJOINT_XY), revolutes about the joint frame's axes
+    # our extensions
+    constrained_axes: [[i, ...], ...]        # per loop: rows of [vx vy vz wx wy wz] in frame_a kept
+    orientation: [coincide | reference, ...] # per '6d' loop: frames coincide (default) or keep
+                                             # their relative orientation at the reference pose
+    stroke: {joint: [lower, upper]}          # joint range where the URDF gives none (or zero width)
+    internal_motion: least_norm | none       # free internal motions: least norm (default) or an error
+    base: fixed | floating                   # for a loop YAML loaded as the robot (default fixed)
+    transmissions:                           # per actuated prismatic joint
       joint_name: {lead: 0.005, efficiency: 0.9, max_force: 5000}
 
-Checks: :func:`load_loops` (every frame and joint exists), :func:`check_loops` (the rows are
-independent, their number equals the number of passive DoF, and the actuated joints
-determine the passive ones at a reference configuration: J_lu square and well conditioned,
-the loops closed there). :func:`load_mjcf_loops` reads MuJoCo ``<equality connect|weld>``
-loops through Pinocchio's MJCF parser.
+:func:`load_loops` checks every key and name; :func:`build_loop_model` applies the joint
+substitutions; :func:`apply_strokes` warns of zero-width or missing limits and takes the
+stroke from the YAML; :func:`check_loops` finds a closed reference pose and checks the ranks
+there. :func:`load_mjcf_loops` reads MuJoCo ``<equality connect|weld>`` loops.
 """
 from __future__ import annotations
 
+import math
+import warnings
+import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 import pinocchio as pin
 
 from ..errors import InputError
-from .yamlio import load_yaml
+from .loop_kinematics import LoopKinematics
+from .yamlio import YamlDocument, load_yaml
 
 DEFAULT_AXES = {"3d": (0, 1, 2), "6d": (0, 1, 2, 3, 4, 5)}
+KEYS = ("closed_loop", "type", "name_mot", "joint_name", "joint_type", "constrained_axes", "orientation",
+        "stroke", "internal_motion", "base", "transmissions")
+AXES = {"x": pin.JointModelRX, "y": pin.JointModelRY, "z": pin.JointModelRZ}
+
+
+class DescriptionWarning(UserWarning):
+    """A description that loads, with something the user should know (a limit assumed, a
+    reference pose found, internal motions left free)."""
 
 
 @dataclass(frozen=True)
 class LoopClosure:
+    """A cut joint: frames ``frame_a`` and ``frame_b`` are joined.
+
+    ``kind`` '3d' (positions coincide: a spherical cut, MuJoCo connect) or '6d' (whole poses
+    coincide: MuJoCo weld). ``axes`` lists the constrained rows of the relative twist
+    [vx vy vz wx wy wz] in frame_a (e.g. (1, 2) for a planar loop in the local yz plane).
+    ``orientation`` 'coincide' (the frames' orientations are equal at closure) or 'reference'
+    (kept as at the reference pose)."""
     frame_a: str
     frame_b: str
-    axes: Tuple[int, ...]
+    kind: str = "3d"
+    axes: Tuple[int, ...] = (0, 1, 2)
+    orientation: str = "coincide"
 
 
 @dataclass(frozen=True)
@@ -51,50 +81,109 @@ class LoopSpec:
     loops: List[LoopClosure]
     actuated: List[str]
     transmissions: Dict[str, Transmission] = field(default_factory=dict)
+    substitutions: Dict[str, str] = field(default_factory=dict)     # joint -> spherical, ujoint_xy, free, fixed
+    stroke: Dict[str, Tuple[float, float]] = field(default_factory=dict)
+    internal_motion: str = "least_norm"
+    base: Optional[str] = None
 
     @property
     def rows(self) -> int:
         return sum(len(l.axes) for l in self.loops)
 
 
+def _names(doc: YamlDocument, key: str, model: pin.Model, what: str) -> List[str]:
+    values = doc.data.get(key)
+    if not isinstance(values, list) or not values:
+        raise doc.error(f"must list the {what}", key)
+    for i, name in enumerate(values):
+        if not isinstance(name, str) or not model.existJointName(name):
+            raise doc.error(f"joint '{name}' is not in the URDF", key, i)
+    return list(values)
+
+
+def _per_loop(doc: YamlDocument, key: str, n: int, default):
+    values = doc.data.get(key, [default] * n)
+    if not isinstance(values, list) or len(values) != n:
+        raise doc.error(f"needs one entry per loop of closed_loop ({n})", key)
+    return values
+
+
+def _substitution(doc: YamlDocument, i: int, kind) -> str:
+    k = str(kind).lower()
+    k = "ujoint_xy" if k == "universal" else k
+    if k in ("spherical", "free", "fixed") or (k.startswith("ujoint_") and len(k) == 9 and k[7] in AXES
+                                                and k[8] in AXES and k[7] != k[8]):
+        return k
+    raise doc.error(f"'{kind}' is not SPHERICAL, UJOINT_XY (any two of X, Y, Z), universal, FREE or FIXED",
+                    "joint_type", i)
+
+
 def load_loops(path: str | Path, model: pin.Model) -> LoopSpec:
-    """Parse and check a loop YAML against ``model``: every frame and joint must exist."""
+    """Parse and check a loop YAML against ``model`` (the URDF's): every key known, every frame
+    and joint present, one entry per loop where one is needed."""
     doc = load_yaml(path)
     data = doc.data
     if not isinstance(data, dict):
         raise doc.error("expected a mapping with closed_loop, type, name_mot")
+    for key in data:
+        if key not in KEYS:
+            raise doc.error(f"unknown key '{key}': a loop YAML takes {', '.join(KEYS)} (docs/loops.md)", key)
     pairs = data.get("closed_loop")
     if not isinstance(pairs, list) or not pairs:
         raise doc.error("must be a non-empty list of [frame_a, frame_b] pairs", "closed_loop")
-    types = data.get("type", ["6d"] * len(pairs))
-    if not isinstance(types, list) or len(types) != len(pairs):
-        raise doc.error(f"needs one entry per loop ({len(pairs)})", "type")
-    axes_list = data.get("constrained_axes", [None] * len(pairs))
-    if not isinstance(axes_list, list) or len(axes_list) != len(pairs):
-        raise doc.error(f"needs one entry per loop ({len(pairs)})", "constrained_axes")
+    n = len(pairs)
+    types = _per_loop(doc, "type", n, "6d")
+    axes_list = _per_loop(doc, "constrained_axes", n, None)
+    orientations = _per_loop(doc, "orientation", n, "coincide")
     loops = []
     for i, pair in enumerate(pairs):
         if not (isinstance(pair, list) and len(pair) == 2 and all(isinstance(f, str) for f in pair)):
-            raise doc.error("each loop is a pair [frame_a, frame_b]", "closed_loop", i)
+            raise doc.error(f"loop {i} must be a pair [frame_a, frame_b]", "closed_loop", i)
         for f in pair:
             if not model.existFrame(f):
-                raise doc.error(f"frame '{f}' is not in the URDF", "closed_loop", i)
+                raise doc.error(f"loop {i}: frame '{f}' is not in the URDF", "closed_loop", i)
         kind = str(types[i]).lower()
         if kind not in DEFAULT_AXES:
-            raise doc.error(f"'{types[i]}' is not 3d or 6d", "type", i)
+            raise doc.error(f"loop {i} ({pair[0]}-{pair[1]}): '{types[i]}' is not '3d' or '6d'", "type", i)
         axes = axes_list[i]
         if axes is None:
             axes = DEFAULT_AXES[kind]
         elif not (isinstance(axes, list) and axes and all(isinstance(a, int) and 0 <= a < 6 for a in axes)
                   and len(set(axes)) == len(axes)):
-            raise doc.error("each entry lists distinct row indices 0..5", "constrained_axes", i)
-        loops.append(LoopClosure(pair[0], pair[1], tuple(axes)))
-    actuated = data.get("name_mot")
-    if not isinstance(actuated, list) or not actuated:
-        raise doc.error("must list the actuated joints", "name_mot")
-    for i, name in enumerate(actuated):
-        if not isinstance(name, str) or not model.existJointName(name):
-            raise doc.error(f"joint '{name}' is not in the URDF", "name_mot", i)
+            raise doc.error(f"loop {i} ({pair[0]}-{pair[1]}): list distinct row indices 0..5 "
+                            "(0-2 position, 3-5 orientation)", "constrained_axes", i)
+        if kind == "3d" and any(a >= 3 for a in axes):
+            raise doc.error(f"loop {i} ({pair[0]}-{pair[1]}) is '3d': its rows are 0, 1, 2 (make it '6d' "
+                            "to constrain orientation)", "constrained_axes", i)
+        if orientations[i] not in ("coincide", "reference"):
+            raise doc.error(f"loop {i}: '{orientations[i]}' is not coincide or reference", "orientation", i)
+        loops.append(LoopClosure(pair[0], pair[1], kind, tuple(axes), orientations[i]))
+    actuated = _names(doc, "name_mot", model, "actuated joints")
+    substitutions = {}
+    if "joint_name" in data or "joint_type" in data:
+        names = _names(doc, "joint_name", model, "joints to substitute")
+        kinds = data.get("joint_type")
+        if not isinstance(kinds, list) or len(kinds) != len(names):
+            raise doc.error(f"needs one type per entry of joint_name ({len(names)})", "joint_type")
+        for i, (name, kind) in enumerate(zip(names, kinds)):
+            if name in actuated:
+                raise doc.error(f"'{name}' is actuated (name_mot): only passive joints are substituted",
+                                "joint_name", i)
+            substitutions[name] = _substitution(doc, i, kind)
+    stroke = {}
+    for name, rng in (data.get("stroke") or {}).items():
+        if not model.existJointName(str(name)):
+            raise doc.error(f"joint '{name}' is not in the URDF", "stroke", name)
+        if not (isinstance(rng, list) and len(rng) == 2 and all(isinstance(x, (int, float)) for x in rng)
+                and rng[0] < rng[1]):
+            raise doc.error(f"'{name}': give [lower, upper] with lower < upper", "stroke", name)
+        stroke[str(name)] = (float(rng[0]), float(rng[1]))
+    internal = data.get("internal_motion", "least_norm")
+    if internal not in ("least_norm", "none"):
+        raise doc.error(f"'{internal}' is not least_norm or none", "internal_motion")
+    base = data.get("base")
+    if base not in (None, "fixed", "floating"):
+        raise doc.error(f"'{base}' is not fixed or floating", "base")
     transmissions = {}
     for name, spec in (data.get("transmissions") or {}).items():
         if name not in actuated:
@@ -102,48 +191,141 @@ def load_loops(path: str | Path, model: pin.Model) -> LoopSpec:
         try:
             transmissions[name] = Transmission(float(spec["lead"]), float(spec.get("efficiency", 1.0)),
                                                float(spec.get("max_force", float("inf"))))
-        except (TypeError, KeyError, ValueError):
+        except (TypeError, KeyError, ValueError, AttributeError):
             raise doc.error("needs numbers lead, and optionally efficiency, max_force",
                             "transmissions", name) from None
-    return LoopSpec(Path(path), loops, list(actuated), transmissions)
+    return LoopSpec(Path(path), loops, actuated, transmissions, substitutions, stroke, internal, base)
+
+
+def build_loop_model(model: pin.Model, spec: LoopSpec) -> pin.Model:
+    """The model with the YAML's joint substitutions applied (the model itself without any):
+    a spherical joint becomes three revolutes about the joint frame's x, y, z (named
+    ``<joint>_x``, ``_y``, ``_z``; singular only where the middle angle is +-pi/2), a
+    universal joint ``ujoint_ab`` two revolutes about a then b, a free joint three prismatic
+    and three revolute joints (``_tx`` .. ``_rz``); a fixed one is locked at zero. Frames,
+    inertias and the other joints' limits are kept."""
+    if not spec.substitutions:
+        return model
+    new = pin.Model()
+    new.name = model.name
+    new.gravity = model.gravity
+    jmap = {0: 0}
+    for j in range(1, model.njoints):
+        name, parent = model.names[j], jmap[model.parents[j]]
+        kind = spec.substitutions.get(name)
+        place = model.jointPlacements[j]
+        if kind is None or kind == "fixed":
+            jm, iq = model.joints[j], model.joints[j].idx_q
+            nq = jm.nq
+            jid = new.addJoint(parent, jm, place, name, model.effortLimit[jm.idx_v:jm.idx_v + jm.nv],
+                               model.velocityLimit[jm.idx_v:jm.idx_v + jm.nv],
+                               model.lowerPositionLimit[iq:iq + nq], model.upperPositionLimit[iq:iq + nq])
+        else:
+            chain = {"spherical": [("x", "r"), ("y", "r"), ("z", "r")],
+                     "free": [("x", "p"), ("y", "p"), ("z", "p"), ("x", "r"), ("y", "r"), ("z", "r")]}.get(
+                kind, [(kind[7], "r"), (kind[8], "r")])
+            jid = parent
+            for n_, (ax, typ) in enumerate(chain):
+                jm = AXES[ax]() if typ == "r" else getattr(pin, f"JointModelP{ax.upper()}")()
+                suffix = ax if kind != "free" else f"{'t' if typ == 'p' else 'r'}{ax}"
+                lim = math.pi if typ == "r" else 1e3
+                jid = new.addJoint(jid, jm, place if n_ == 0 else pin.SE3.Identity(), f"{name}_{suffix}",
+                                   np.zeros(1), np.full(1, 1e3), np.full(1, -lim), np.full(1, lim))
+                if n_ < len(chain) - 1:
+                    new.appendBodyToJoint(jid, pin.Inertia.Zero(), pin.SE3.Identity())
+        new.appendBodyToJoint(jid, model.inertias[j], pin.SE3.Identity())
+        jmap[j] = jid
+    for f in list(model.frames)[1:]:
+        new.addFrame(pin.Frame(f.name, jmap[f.parentJoint], f.placement, f.type, f.inertia), False)
+    fixed = [new.getJointId(n) for n, k in spec.substitutions.items() if k == "fixed"]
+    if fixed:
+        new = pin.buildReducedModel(new, fixed, pin.neutral(new))
+    return new
+
+
+def apply_strokes(model: pin.Model, spec: Optional[LoopSpec], source: str) -> List[str]:
+    """Joints whose URDF limits are missing or of zero width (Pinocchio reads a ``<limit>``
+    without lower/upper as [0, 0]): the stroke from the loop YAML when it gives one, else a
+    revolute's full turn [-pi, pi]; a prismatic joint without stroke keeps [0, 0] (its actuator
+    cannot move: ``validate closed-loop`` fails). Each is warned of, naming the joint and the
+    file. Returns the joints warned of."""
+    warned = []
+    stroke = spec.stroke if spec is not None else {}
+    lo, hi = model.lowerPositionLimit.copy(), model.upperPositionLimit.copy()
+    for j in range(1, model.njoints):
+        jm, name = model.joints[j], model.names[j]
+        if jm.nq != 1:
+            continue
+        i = jm.idx_q
+        if name in stroke:
+            lo[i], hi[i] = stroke[name]
+            continue
+        if lo[i] < hi[i]:
+            continue
+        if jm.shortname().startswith("JointModelR"):
+            lo[i], hi[i] = -math.pi, math.pi
+            what = "taken as [-pi, pi]"
+        else:
+            what = "its stroke is unknown: give stroke: {" + name + ": [lower, upper]} in the loop YAML"
+        warnings.warn(f"{source}: joint '{name}' has {'zero-width' if lo[i] == hi[i] else 'no'} position "
+                      f"limits in the URDF; {what}", DescriptionWarning, stacklevel=3)
+        warned.append(name)
+    model.lowerPositionLimit, model.upperPositionLimit = lo, hi
+    return warned
 
 
 def check_loops(model: pin.Model, spec: LoopSpec, q_ref: np.ndarray, *, closure_tol: float = 1e-6,
                 rcond_min: float = 1e-8) -> dict:
-    """Load-time determinacy checks at the reference configuration ``q_ref``.
+    """Load-time checks, at a closed reference pose.
 
-    Raises :class:`InputError` (naming the loop file) when the number of constraint rows is
-    not the number of passive DoF, when the rows are dependent (rank deficient J_l), when
-    J_lu is singular (the actuated joints leave some passive joint undetermined) or when the
-    loops are not closed at ``q_ref``. Returns the figures checked."""
-    from ..dynamics.closed_chain import LoopClosureKinematics   # dynamics imports model: lazy
-    kin = LoopClosureKinematics(None, spec, model=model, q_ref=q_ref)
+    When the loops are open at ``q_ref`` (a description's neutral pose usually is), a closed
+    pose near it is found with every joint free (:meth:`LoopKinematics.closed_pose`) and
+    becomes the reference (``figures['reference']`` says so). There the ranks of J_l and J_lu
+    are found: the actuated joints must be independent (rank J_l = rank J_lu), and internal
+    motions the loops leave free are resolved by least norm (warned of) unless the YAML says
+    ``internal_motion: none``. Raises :class:`InputError` naming the file and the loop.
+    Returns the figures checked, with ``q_ref``."""
     where = {"file": str(spec.path)}
-    if kin.m != kin.n_pas:
-        raise InputError(f"{kin.m} constraint rows for {kin.n_pas} passive DoF "
-                         f"({kin.n_act} actuated): the loops leave passive DoF undetermined"
-                         if kin.m < kin.n_pas else
-                         f"{kin.m} constraint rows for {kin.n_pas} passive DoF: too many rows "
-                         "(select constrained_axes)", **where)
-    st = kin.compute(q_ref)
-    sv = np.linalg.svd(st.J, compute_uv=False) if st.J.size else np.ones(1)
-    rank = int(np.sum(sv > sv[0] * 1e-9)) if sv.size else 0
-    if rank < kin.m:
-        raise InputError(f"constraint rows are dependent (rank {rank} of {kin.m}): "
-                         "select independent constrained_axes", **where)
-    residual = float(np.max(np.abs(st.error))) if st.error.size else 0.0
+    kin = LoopKinematics(model, spec, q_ref)
+    figures = {"reference": "given"}
+    e0 = kin.residual(q_ref)
+    residual = float(np.max(np.abs(e0))) if e0.size else 0.0
     if residual > closure_tol:
-        worst = int(np.argmax(np.abs(st.error)))
-        loop = _loop_of_row(spec, worst)
-        raise InputError(f"loop {loop.frame_a}-{loop.frame_b} is open by {residual:.3g} at the "
-                         "reference configuration", **where)
-    sv_u = np.linalg.svd(st.J[:, kin.iu], compute_uv=False) if kin.n_pas else np.ones(1)
-    rcond = float(sv_u[-1] / sv_u[0]) if sv_u.size and sv_u[0] > 0 else 0.0
-    if rcond < rcond_min:
+        q, info = kin.closed_pose(q_ref)
+        if not info["converged"]:
+            worst = _loop_of_row(spec, int(np.argmax(np.abs(kin.residual(q)))))
+            raise InputError(f"loop {worst.frame_a}-{worst.frame_b} cannot be closed (residual "
+                             f"{info['residual']:.3g} from the reference pose): check its frames and type",
+                             **where)
+        figures["reference"] = f"closed automatically (open by {residual:.3g} at the given pose)"
+        q_ref = q
+        kin = LoopKinematics(model, spec, q_ref)
+        residual = info["residual"]
+    figures.update(rows=kin.m, passive=kin.n_pas, actuated=kin.n_act, rank=kin.rank_l,
+                   rank_passive=kin.rank_u, free_internal=kin.n_free, residual=residual)
+    if kin.rank_l > kin.rank_u:
+        raise InputError(f"the loops constrain the actuated joints among themselves (rank of J_l "
+                         f"{kin.rank_l} > rank over the passive joints {kin.rank_u}): a joint of name_mot "
+                         "is not independent; remove it from name_mot", field="name_mot", **where)
+    if kin.n_free:
+        _, s, Vt = np.linalg.svd(kin.compute(q_ref).J[:, kin.iu])
+        null = np.abs(Vt[kin.rank_u:]).max(axis=0) > 1e-6
+        joints = [n for n, f in zip(kin.passive_joints, null) if f]
+        message = (f"{kin.m} constraint rows of rank {kin.rank_l} for {kin.n_pas} passive DoF: the loops "
+                   f"leave {kin.n_free} internal motion(s) undetermined (joints {', '.join(joints)})")
+        if spec.internal_motion == "none":
+            raise InputError(message + ": add constrained_axes or remove the joints, or declare "
+                             "internal_motion: least_norm", **where)
+        warnings.warn(f"{spec.path}: {message}; resolved by least norm (internal_motion: least_norm)",
+                      DescriptionWarning, stacklevel=2)
+        figures["free_joints"] = joints
+    fac = kin.factor(kin.compute(q_ref).J.T)
+    if fac.rcond < rcond_min:
         raise InputError(f"the actuated joints do not determine the passive ones at the reference "
-                         f"configuration (J_lu condition {1 / max(rcond, 1e-300):.3g})", **where)
-    return {"rows": kin.m, "passive": kin.n_pas, "actuated": kin.n_act, "rank": rank,
-            "residual": residual, "jlu_condition": 1.0 / rcond}
+                         f"configuration (J_lu condition {1 / max(fac.rcond, 1e-300):.3g})", **where)
+    figures["jlu_condition"] = 1.0 / fac.rcond
+    figures["q_ref"] = q_ref
+    return figures
 
 
 def _loop_of_row(spec: LoopSpec, row: int) -> LoopClosure:
@@ -167,7 +349,6 @@ def load_mjcf_loops(path: str | Path, actuated: List[str] | None = None, rows="a
         model's neutral configuration, MJCF's qpos0, where the loops must be closed);
       - a :class:`LoopSpec` (e.g. the loop YAML): each loop keeps the constrained axes of the
         spec's loop between the same two frames."""
-    import xml.etree.ElementTree as ET
     path = Path(path)
     try:
         root = ET.parse(path).getroot()
@@ -198,7 +379,8 @@ def load_mjcf_loops(path: str | Path, actuated: List[str] | None = None, rows="a
                 parsed[el.tag].remove(match[0])
             else:
                 raise InputError(f"Pinocchio's MJCF parser does not find the {el.tag} {a}-{b}", file=str(path))
-            loops.append(LoopClosure(a, b, DEFAULT_AXES["3d" if el.tag == "connect" else "6d"]))
+            kind = "3d" if el.tag == "connect" else "6d"
+            loops.append(LoopClosure(a, b, kind, DEFAULT_AXES[kind]))
     if actuated is None:
         actuated = [el.get("joint") for act in root.iter("actuator") for el in act if el.get("joint")]
     for name in actuated:
@@ -215,7 +397,7 @@ def load_mjcf_loops(path: str | Path, actuated: List[str] | None = None, rows="a
             if match[0] != loop.frame_a:
                 raise InputError(f"loop {loop.frame_a}-{loop.frame_b} has its frames the other way round in "
                                  f"{rows.path} (its axes are in frame_a)", file=str(path))
-            chosen.append(LoopClosure(loop.frame_a, loop.frame_b, match[1]))
+            chosen.append(LoopClosure(loop.frame_a, loop.frame_b, loop.kind, match[1]))
         spec.loops = chosen
     elif rows == "rank":
         spec = independent_rows(model, spec, pin.neutral(model) if q_ref is None else q_ref)
@@ -229,8 +411,7 @@ def independent_rows(model: pin.Model, spec: LoopSpec, q_ref: np.ndarray, tol: f
     in order, each loop's rows in order), judged at ``q_ref``: a planar cut loses its
     out-of-plane row (identically zero), a row repeating another loop's constraint is dropped.
     Rank by the singular values of the stacked rows, relative ``tol``."""
-    from ..dynamics.closed_chain import LoopClosureKinematics   # dynamics imports model: lazy
-    kin = LoopClosureKinematics(None, spec, model=model, q_ref=q_ref)
+    kin = LoopKinematics(model, spec, q_ref)
     J = kin.compute(q_ref).J
     scale = max(float(np.abs(J).max()), 1e-300) if J.size else 1.0
     kept_rows = np.zeros((0, model.nv))
@@ -248,5 +429,5 @@ def independent_rows(model: pin.Model, spec: LoopSpec, q_ref: np.ndarray, tol: f
         if not axes:
             raise InputError(f"loop {loop.frame_a}-{loop.frame_b} adds no independent constraint at the "
                              "reference configuration", file=str(spec.path))
-        loops.append(LoopClosure(loop.frame_a, loop.frame_b, tuple(axes)))
+        loops.append(LoopClosure(loop.frame_a, loop.frame_b, loop.kind, tuple(axes), loop.orientation))
     return LoopSpec(spec.path, loops, list(spec.actuated), dict(spec.transmissions))

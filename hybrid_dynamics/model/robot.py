@@ -6,7 +6,8 @@ Robots are named by a manifest ``robots/<name>/robot.yaml``::
     name: jethexa
     urdf: jethexa.urdf            # relative to the manifest, or example-robot-data:<path>
     mjcf: jethexa.xml             # optional: what the MuJoCo plant loads
-    loops: ~                      # optional loop-closure YAML (closed linkages)
+    loops: ~                      # optional loop-closure YAML (closed linkages, docs/loops.md)
+    base: floating                # or fixed: no free flyer (five-bars, deltas, test rigs)
     srdf: ~                       # optional: reference poses
     imu_frame: imu_link
     friction: 0.8
@@ -16,9 +17,12 @@ Robots are named by a manifest ``robots/<name>/robot.yaml``::
     stand: {srdf: half_sitting}   # or {joints: {regex: value, ...}}
     gait_groups: [[leg1, leg4, leg5], [leg2, leg3, leg6]]
 
-:func:`load_robot` takes a built-in name, a manifest path, or a bare URDF path (with a loop
+:func:`load_robot` takes a built-in name, a manifest path, a bare URDF path (with a loop
 YAML ``<stem>_loops.yaml`` beside it if there is one; contacts are then guessed from frame
-names such as foot, sole, toe or tip).
+names such as foot, sole, toe or tip), or a loop YAML in the community convention
+(``closed_loop`` ...) with its URDF of the same stem beside it (``robot.yaml`` +
+``robot.urdf``; fixed base unless the YAML or ``base=`` says floating, as the community's
+loaders do). ``base="fixed"`` or ``"floating"`` overrides the base of any of them.
 """
 from __future__ import annotations
 
@@ -33,7 +37,7 @@ import pinocchio as pin
 
 from ..errors import InputError
 from ..paths import example_robot_data_dir, robots_dir
-from .loops import LoopSpec, check_loops, load_loops
+from .loops import LoopSpec, apply_strokes, build_loop_model, check_loops, load_loops
 from .modules import KinematicModule, Leg, find_legs, find_modules
 from .yamlio import YamlDocument, load_yaml
 
@@ -57,7 +61,7 @@ class Robot:
                  legs: List[Leg], loops: Optional[LoopSpec], q_stand: np.ndarray, *,
                  manifest: Optional[Path] = None, mjcf: Optional[Path] = None,
                  imu_frame: Optional[str] = None, friction: float = 0.8,
-                 gait_groups: Optional[List[List[str]]] = None):
+                 gait_groups: Optional[List[List[str]]] = None, loop_report: Optional[dict] = None):
         self.name = name
         self.urdf = urdf
         self.model = model
@@ -70,6 +74,7 @@ class Robot:
         self.imu_frame = imu_frame
         self.friction = friction
         self.gait_groups = gait_groups or []
+        self.loop_report = loop_report or {}
         self.modules: List[KinematicModule] = find_modules(model)
 
     @property
@@ -81,9 +86,14 @@ class Robot:
         return self.model.nv
 
     @property
+    def floating(self) -> bool:
+        """A free-flyer root (else the base is fixed to the world)."""
+        return self.model.njoints > 1 and self.model.joints[1].shortname() == "JointModelFreeFlyer"
+
+    @property
     def joint_names(self) -> List[str]:
         """Every 1-DoF joint, in Pinocchio's order (the universe and the free flyer left out)."""
-        return [self.model.names[j] for j in range(2, self.model.njoints)]
+        return [self.model.names[j] for j in range(1 + self.floating, self.model.njoints)]
 
     @property
     def actuated_joints(self) -> List[str]:
@@ -120,8 +130,10 @@ class Robot:
                          "joints": mod.joint_names(m)} for mod in self.modules],
             "contacts": [{"frame": c.frame, "type": c.kind, "points": len(c.points), "leg": c.leg}
                          for c in self.contacts],
-            "closed_loops": [{"frames": [l.frame_a, l.frame_b], "rows": len(l.axes)}
+            "base": "floating" if self.floating else "fixed",
+            "closed_loops": [{"frames": [l.frame_a, l.frame_b], "type": l.kind, "rows": len(l.axes)}
                              for l in (self.loops.loops if self.loops else [])],
+            "loop_checks": {k: v for k, v in self.loop_report.items() if k != "q_ref"},
             "actuators": actuators,
             "passive_joints": self.passive_joints,
         }
@@ -132,24 +144,30 @@ def builtin_robots() -> List[str]:
     return sorted(p.parent.name for p in robots_dir().glob("*/robot.yaml"))
 
 
-def load_robot(name_or_path: str | Path) -> Robot:
-    """A built-in robot by name, or a robot from a manifest or URDF path."""
+def load_robot(name_or_path: str | Path, base: Optional[str] = None) -> Robot:
+    """A built-in robot by name, or a robot from a manifest, URDF or community loop-YAML path;
+    ``base`` ('fixed' or 'floating') overrides the description's base."""
+    if base not in (None, "fixed", "floating"):
+        raise InputError(f"base '{base}' is not fixed or floating")
     text = str(name_or_path)
     path = Path(text)
     if path.suffix in (".yaml", ".yml"):
-        return _from_manifest(path)
+        doc = load_yaml(path)
+        if isinstance(doc.data, dict) and "closed_loop" in doc.data and "urdf" not in doc.data:
+            return _from_urdf(path.with_suffix(".urdf"), base, loops_path=path, default_base="fixed")
+        return _from_manifest(path, base)
     if path.suffix == ".urdf":
-        return _from_urdf(path)
+        return _from_urdf(path, base)
     manifest = robots_dir() / text / "robot.yaml"
     if "/" not in text and manifest.is_file():
-        return _from_manifest(manifest)
+        return _from_manifest(manifest, base)
     raise InputError(f"unknown robot '{text}': built-in robots are {', '.join(builtin_robots())}, "
                      "or give a path to a .urdf or a robot.yaml")
 
 
-def build_model(urdf: Path) -> pin.Model:
-    """Pinocchio model with a free-flyer root; the URDF is first checked as XML so that a
-    malformed file is reported with its line."""
+def build_model(urdf: Path, floating: bool = True) -> pin.Model:
+    """Pinocchio model with a free-flyer root (or fixed to the world); the URDF is first checked
+    as XML so that a malformed file is reported with its line."""
     try:
         ET.parse(urdf)
     except FileNotFoundError:
@@ -158,7 +176,9 @@ def build_model(urdf: Path) -> pin.Model:
         raise InputError(f"malformed XML: {exc.msg if hasattr(exc, 'msg') else exc}",
                          file=str(urdf), line=exc.position[0]) from None
     try:
-        return pin.buildModelFromUrdf(str(urdf), pin.JointModelFreeFlyer())
+        if floating:
+            return pin.buildModelFromUrdf(str(urdf), pin.JointModelFreeFlyer())
+        return pin.buildModelFromUrdf(str(urdf))
     except (RuntimeError, ValueError) as exc:
         raise InputError(f"not a valid URDF: {str(exc).strip().splitlines()[0]}", file=str(urdf)) from None
 
@@ -181,7 +201,25 @@ def _resolve(doc: YamlDocument, key: str) -> Optional[Path]:
     return path
 
 
-def _from_manifest(path: Path) -> Robot:
+def _closed_model(urdf: Path, floating: bool, loops_path: Optional[Path]):
+    """(model, loop spec or None): the URDF's model, the loop YAML's joint substitutions
+    applied, missing or zero-width limits warned of and completed (loops.apply_strokes)."""
+    model = build_model(urdf, floating)
+    loops = load_loops(loops_path, model) if loops_path else None
+    if loops is not None:
+        model = build_loop_model(model, loops)
+    apply_strokes(model, loops, str(urdf))
+    return model, loops
+
+
+def _base(doc_value, override, default: str, doc: Optional[YamlDocument] = None) -> bool:
+    value = override or doc_value or default
+    if value not in ("fixed", "floating"):
+        raise doc.error(f"'{value}' is not fixed or floating", "base")
+    return value == "floating"
+
+
+def _from_manifest(path: Path, base: Optional[str] = None) -> Robot:
     doc = load_yaml(path)
     if not isinstance(doc.data, dict):
         raise doc.error("expected a mapping (name, urdf, contacts, ...)")
@@ -189,14 +227,15 @@ def _from_manifest(path: Path) -> Robot:
     urdf = _resolve(doc, "urdf")
     if urdf is None:
         raise doc.error("missing", "urdf")
-    model = build_model(urdf)
-    loops_path = _resolve(doc, "loops")
-    loops = load_loops(loops_path, model) if loops_path else None
+    floating = _base(data.get("base"), base, "floating", doc)
+    model, loops = _closed_model(urdf, floating, _resolve(doc, "loops"))
     contacts = _contacts(doc, model)
     legs = find_legs(model, [c.frame for c in contacts], [c.leg for c in contacts])
     q_stand = _stand(doc, model, urdf)
+    report = None
     if loops is not None:
-        check_loops(model, loops, q_stand)
+        report = check_loops(model, loops, q_stand)
+        q_stand = report["q_ref"]
     groups = data.get("gait_groups") or []
     leg_names = {leg.name for leg in legs}
     for i, group in enumerate(groups):
@@ -205,7 +244,7 @@ def _from_manifest(path: Path) -> Robot:
                 raise doc.error(f"'{name}' is not a leg ({', '.join(sorted(leg_names))})", "gait_groups", i)
     return Robot(str(data.get("name", path.parent.name)), urdf, model, contacts, legs, loops, q_stand,
                  manifest=path, mjcf=_resolve(doc, "mjcf"), imu_frame=data.get("imu_frame"),
-                 friction=float(data.get("friction", 0.8)), gait_groups=groups)
+                 friction=float(data.get("friction", 0.8)), gait_groups=groups, loop_report=report)
 
 
 def _contacts(doc: YamlDocument, model: pin.Model) -> List[Contact]:
@@ -251,18 +290,32 @@ def _stand(doc: YamlDocument, model: pin.Model, urdf: Path) -> np.ndarray:
             raise doc.error(f"'{pattern}' matches no joint of the URDF", "stand", "joints", pattern)
         for j in matched:
             q[model.joints[j].idx_q] = float(value)
-    q[3:7] = (0, 0, 0, 1)
+    if model.njoints > 1 and model.joints[1].shortname() == "JointModelFreeFlyer":
+        q[3:7] = (0, 0, 0, 1)
     return q
 
 
-def _from_urdf(urdf: Path) -> Robot:
-    model = build_model(urdf)
-    loops_path = urdf.with_name(urdf.stem + "_loops.yaml")
-    loops = load_loops(loops_path, model) if loops_path.is_file() else None
+def _from_urdf(urdf: Path, base: Optional[str] = None, loops_path: Optional[Path] = None,
+               default_base: str = "floating") -> Robot:
+    if loops_path is None:
+        beside = urdf.with_name(urdf.stem + "_loops.yaml")
+        loops_path = beside if beside.is_file() else None
+    yaml_base = None
+    if loops_path is not None:
+        doc = load_yaml(loops_path)
+        yaml_base = doc.data.get("base") if isinstance(doc.data, dict) else None
+        if yaml_base not in (None, "fixed", "floating"):
+            raise doc.error(f"'{yaml_base}' is not fixed or floating", "base")
+    model, loops = _closed_model(urdf, _base(yaml_base, base, default_base), loops_path)
     frames = [f.name for f in model.frames
               if f.type == pin.FrameType.BODY and CONTACT_NAME.search(f.name) and f.parentJoint > 1]
     contacts = [Contact(f, "point", np.zeros((1, 3)), f) for f in frames]
     legs = find_legs(model, frames)
     contacts = [Contact(c.frame, c.kind, c.points, leg.name) for c, leg in zip(contacts, legs)]
     q = pin.neutral(model)
-    return Robot(urdf.stem, urdf, model, contacts, legs, loops, q)
+    report = None
+    if loops is not None:
+        report = check_loops(model, loops, q)
+        q = report["q_ref"]
+    name = urdf.parent.name if urdf.stem == "robot" else urdf.stem
+    return Robot(name, urdf, model, contacts, legs, loops, q, loop_report=report)

@@ -11,7 +11,8 @@ from typing import Dict, Tuple
 
 import numpy as np
 
-from ..description import Description, Geom, Inertial, Joint, Link, LoopClosure, Pose
+from ..description import Description, Geom, Inertial, Joint, Link, Pose
+from ..loops import LoopClosure
 
 HEADER = """\
 hybrid_biped: a closed-chain biped designed by the hybrid_dynamics project after the topology
@@ -217,7 +218,7 @@ def _leg(b: _Builder, s: str, side: float) -> None:
     b.frame(f"{s}_yaw_lever", bracket, lever)
     end = b.actuator(f"{s}_act_yaw", "base_link", lever + [-YAW_ROD, 0, 0], lever, [(0, 0, 1)],
                      ACTUATOR["yaw"], (-0.02, 0.02), LEAD_HIP)
-    d.loops.append(LoopClosure(f"{s}_yaw_lever", end, "connect", (0, 1)))
+    d.loops.append(LoopClosure(f"{s}_yaw_lever", end, "3d", (0, 1)))
 
     # 2. hip roll/pitch: universal joint, two U-P-S actuators in front
     cross = b.link(f"{s}_hip_roll_link", bracket, "revolute", H, (1, 0, 0), (-27 * DEG, 27 * DEG),
@@ -233,7 +234,7 @@ def _leg(b: _Builder, s: str, side: float) -> None:
         b.frame(f"{s}_hip_{tag}_anchor", thigh, low)
         end = b.actuator(f"{s}_act_hip_{tag}", bracket, top, low, [(1, 0, 0), (0, 1, 0)],
                          ACTUATOR["hip"], (-0.04, 0.04), LEAD_HIP)
-        d.loops.append(LoopClosure(f"{s}_hip_{tag}_anchor", end, "connect", (0, 1, 2)))
+        d.loops.append(LoopClosure(f"{s}_hip_{tag}_anchor", end, "3d", (0, 1, 2)))
 
     # 3. knee: slider-crank, actuator on the thigh pulling a crank behind the knee
     shank = b.link(f"{s}_shank", thigh, "revolute", K, (0, 1, 0), (0.0, 120 * DEG),
@@ -245,7 +246,7 @@ def _leg(b: _Builder, s: str, side: float) -> None:
     pivot = H + [KNEE_PIVOT[0], 0, KNEE_PIVOT[1]]
     end = b.actuator(f"{s}_act_knee", thigh, pivot, crank, [(0, 1, 0)], ACTUATOR["knee"], (0.0, 0.15),
                      LEAD_KNEE, sign=-1.0)
-    d.loops.append(LoopClosure(f"{s}_knee_crank", end, "connect", (0, 2)))
+    d.loops.append(LoopClosure(f"{s}_knee_crank", end, "3d", (0, 2)))
 
     # 4. ankle pitch/roll: universal joint, two U-P-S actuators on the upper shank
     across = b.link(f"{s}_ankle_cross", shank, "revolute", A, (0, 1, 0), (-36 * DEG, 34 * DEG),
@@ -262,7 +263,7 @@ def _leg(b: _Builder, s: str, side: float) -> None:
         b.frame(f"{s}_ankle_{tag}_anchor", foot, low)
         end = b.actuator(f"{s}_act_ankle_{tag}", shank, top, low, [(1, 0, 0), (0, 1, 0)],
                          ACTUATOR["ankle"], (-0.02, 0.02), LEAD_HIP)
-        d.loops.append(LoopClosure(f"{s}_ankle_{tag}_anchor", end, "connect", (0, 1, 2)))
+        d.loops.append(LoopClosure(f"{s}_ankle_{tag}_anchor", end, "3d", (0, 1, 2)))
 
 
 def build() -> Description:

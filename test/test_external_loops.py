@@ -1,0 +1,194 @@
+"""Closed-loop descriptions written outside this project (test/data/*/SOURCE: Gepetto's
+example-parallel-robots, BSD-3-Clause): loaded as their authors wrote them (community loop
+YAML, limits missing from the URDF), closed from neutral and random poses, checked against an
+independent closure solve, constrained ID against Pinocchio's constraintDynamics, and the
+passive-state estimator on a 2 s sinusoid."""
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pinocchio as pin
+import pytest
+from scipy.optimize import least_squares
+
+from hybrid_dynamics.analysis.closed_loop_checks import sinusoid
+from hybrid_dynamics.dynamics.closed_chain import LoopClosureKinematics
+from hybrid_dynamics.estimation.passive_state import PassiveStateEstimator
+from hybrid_dynamics.model.loops import DescriptionWarning
+from hybrid_dynamics.model.robot import load_robot
+
+DATA = Path(__file__).parent / "data"
+# robot: (loops, rows, passive DoF, free internal motions) as the files define them
+EXPECTED = {"five_bar": (1, 6, 4, 1), "five_bar_3d": (1, 3, 3, 0), "five_bar_6d": (1, 6, 6, 0),
+            "delta": (3, 18, 12, 3), "cassie_like": (2, 12, 14, 2), "digit_like_2legs": (6, 36, 36, 0)}
+
+
+def _load(name):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        robot = load_robot(DATA / name / "robot.yaml")
+    return robot, [str(w.message) for w in caught if issubclass(w.category, DescriptionWarning)]
+
+
+@pytest.fixture(scope="module", params=sorted(EXPECTED))
+def loaded(request):
+    robot, messages = _load(request.param)
+    return request.param, robot, LoopClosureKinematics(robot), messages
+
+
+def test_loads_as_written_and_says_what_it_assumed(loaded):
+    name, robot, kin, messages = loaded
+    assert not robot.floating and (kin.L, kin.m, kin.n_pas, kin.n_free) == EXPECTED[name]
+    # every joint's missing limits are named with the file
+    urdf = str(DATA / name / "robot.urdf")
+    for joint in robot.loops.actuated:
+        assert any(f"joint '{joint}'" in m and urdf in m for m in messages), joint
+    assert robot.loop_report["reference"].startswith("closed automatically")
+    assert (kin.n_free > 0) == any("internal motion" in m for m in messages)
+    assert np.abs(kin.residual(robot.q_stand)).max() < 1e-10
+
+
+def _independent_residual(robot, q):
+    """Closure from Pinocchio's frame placements alone: log6 of the relative placement for a
+    '6d' cut, the relative position for a '3d' one."""
+    m = robot.model
+    d = m.createData()
+    pin.framesForwardKinematics(m, d, q)
+    out = []
+    for loop in robot.loops.loops:
+        rel = d.oMf[m.getFrameId(loop.frame_a)].actInv(d.oMf[m.getFrameId(loop.frame_b)])
+        out.append(pin.log6(rel).vector if loop.kind == "6d" else rel.translation)
+    return np.concatenate(out)
+
+
+def _determined(kin, q, dq):
+    """The part of a passive-joint difference the actuators determine (free internal motions,
+    the null space of J_lu at q, removed)."""
+    J = kin.compute(q).J[:, kin.iu]
+    _, s, Vt = np.linalg.svd(J)
+    V = Vt[:kin.rank_u]
+    return V.T @ (V @ dq)
+
+
+def test_closure_from_neutral_and_random_poses_matches_an_independent_solve(loaded):
+    name, robot, kin, _ = loaded
+    rng = np.random.default_rng(7)
+    starts = [pin.neutral(robot.model)]
+    for _ in range(3):
+        q = kin.q_ref.copy()
+        q[kin.qu] += rng.uniform(-0.5, 0.5, kin.n_pas)
+        starts.append(q)
+    for k, start in enumerate(starts):
+        start = kin.with_actuated(start, kin.q_ref[kin.qa])
+        q, info = kin.close(start)
+        assert info["converged"] and info["residual"] < 1e-10, (name, k, info)
+        assert np.abs(_independent_residual(robot, q)).max() < 1e-9
+        # the same closure solved by scipy on Pinocchio's residual, from our solution moved by 1e-3
+        x0 = q[kin.qu] + 1e-3 * rng.standard_normal(kin.n_pas)
+
+        def fun(x):
+            qq = q.copy()
+            qq[kin.qu] = x
+            return _independent_residual(robot, qq)
+        ref = least_squares(fun, x0, xtol=1e-15, ftol=1e-15, gtol=1e-15).x
+        assert np.abs(fun(ref)).max() < 1e-9
+        assert np.abs(_determined(kin, q, ref - q[kin.qu])).max() < 1e-7, (name, k)
+
+
+def test_constrained_id_reproduced_by_pinocchio_constraint_dynamics(loaded):
+    name, robot, kin, _ = loaded
+    m = robot.model
+    rng = np.random.default_rng(3)
+    q = kin.q_ref
+    v, _ = kin.complete(q, rng.uniform(-1, 1, kin.n_act))
+    a_a = rng.uniform(-2, 2, kin.n_act)
+    tau_a, a = kin.inverse_dynamics(q, v, a_a)
+    assert np.allclose(a[kin.ia], a_a)
+    models = pin.StdVec_RigidConstraintModel()
+    for loop in robot.loops.loops:
+        fa, fb = m.frames[m.getFrameId(loop.frame_a)], m.frames[m.getFrameId(loop.frame_b)]
+        kind = pin.ContactType.CONTACT_6D if loop.kind == "6d" else pin.ContactType.CONTACT_3D
+        models.append(pin.RigidConstraintModel(kind, m, fa.parentJoint, fa.placement, fb.parentJoint,
+                                               fb.placement, pin.ReferenceFrame.LOCAL))
+    datas = pin.StdVec_RigidConstraintData()
+    for c in models:
+        datas.append(c.createData())
+    d = m.createData()
+    pin.initConstraintDynamics(m, d, models, datas)
+    tau = np.zeros(m.nv)
+    tau[kin.ia] = tau_a
+    prox = pin.ProximalSettings(1e-14, 1e-10, 2000)
+    ddq = pin.constraintDynamics(m, d, q, v, tau, models, datas, prox)
+    assert np.abs(tau_a).max() > 1e-3                        # something is actuated
+    scale = max(1.0, np.abs(a).max())
+    diff = ddq - a
+    assert np.abs(diff[kin.ia]).max() < 1e-8 * scale
+    # passive joints: the part the actuators determine, and no difference that carries inertia
+    # (the delta's rod spins weigh 1.6e-11 kg m^2: both solvers pick among equivalent values)
+    assert np.abs(_determined(kin, q, diff[kin.iu])).max() < 1e-8 * scale, (name, np.abs(diff).max())
+    M = pin.crba(m, m.createData(), q)
+    M = np.triu(M) + np.triu(M, 1).T
+    assert np.abs(M @ diff).max() < 1e-8 * scale * np.abs(M).max()
+    # the loops stay closed at acceleration level, from Pinocchio's frame accelerations
+    pin.forwardKinematics(m, d, q, v, ddq)
+    pin.updateFramePlacements(m, d)
+    for loop in robot.loops.loops:
+        ia, ib = m.getFrameId(loop.frame_a), m.getFrameId(loop.frame_b)
+        LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
+        acc_a = pin.getFrameClassicalAcceleration(m, d, ia, LWA)
+        acc_b = pin.getFrameClassicalAcceleration(m, d, ib, LWA)
+        assert np.abs(acc_b.linear - acc_a.linear).max() < 1e-8 * max(1.0, np.abs(a).max())
+        if loop.kind == "6d":
+            assert np.abs(acc_b.angular - acc_a.angular).max() < 1e-8 * max(1.0, np.abs(a).max())
+
+
+def test_estimator_tracks_a_two_second_sinusoid(loaded):
+    """1 kHz for 2 s; every 0.1 s the estimate is compared with the closure solved at the
+    measured actuators starting from it (the nearest closed pose: with free internal motions
+    the passive joints are not unique)."""
+    name, robot, kin, _ = loaded
+    est = PassiveStateEstimator(kin)
+    worst, moved = 0.0, 0.0
+    for k in range(2000):
+        qa, va, _ = sinusoid(kin, k * 1e-3)
+        e = est.update(qa, va)
+        assert e.valid, (name, k, e.message)
+        if k % 100 == 99:
+            q_exact, info = kin.close(kin.with_actuated(e.q, qa), tol=1e-12)
+            assert info["converged"]
+            worst = max(worst, float(np.abs(q_exact[kin.qu] - e.q[kin.qu]).max()))
+            moved = max(moved, float(np.abs(_determined(kin, kin.q_ref, e.q[kin.qu] - kin.q_ref[kin.qu])).max()))
+    assert moved > 1e-2                                      # the passive joints did move
+    assert worst < 1e-3, (name, worst)        # the closed-loop check's tolerance (validate closed-loop)
+
+
+def _copy(tmp_path, name, edit):
+    for f in ("robot.urdf", "robot.yaml"):
+        (tmp_path / f).write_text((DATA / name / f).read_text())
+    (tmp_path / "robot.yaml").write_text(edit((tmp_path / "robot.yaml").read_text()))
+    return tmp_path / "robot.yaml"
+
+
+def test_unknown_key_and_bad_substitution_name_the_file_and_key(tmp_path):
+    from hybrid_dynamics.errors import InputError
+    path = _copy(tmp_path, "five_bar_3d", lambda t: t + "closed_loops: []\n")
+    with pytest.raises(InputError, match=r"robot.yaml:4: field 'closed_loops': unknown key 'closed_loops'"):
+        load_robot(path)
+    path = _copy(tmp_path, "digit_like_2legs", lambda t: t.replace('"UJOINT_XY",\n', '"UJOINT_XX",\n', 1))
+    with pytest.raises(InputError, match="field 'joint_type'.*'UJOINT_XX' is not"):
+        load_robot(path)
+
+
+def test_validate_fails_when_the_actuators_cannot_move(cli, tmp_path):
+    """A prismatic actuator whose URDF limits read [0, 0] and no stroke in the YAML: load warns
+    (joint and file named) and validate closed-loop fails instead of passing on nothing."""
+    urdf = (DATA / "five_bar_3d" / "robot.urdf").read_text().replace(
+        '<joint name="mot1" type="revolute">', '<joint name="mot1" type="prismatic">')
+    path = _copy(tmp_path, "five_bar_3d", lambda t: t)
+    (tmp_path / "robot.urdf").write_text(urdf)
+    with pytest.warns(DescriptionWarning, match=r"robot.urdf: joint 'mot1' has zero-width .*give stroke"):
+        load_robot(path)
+    out = cli("validate", "closed-loop", "--robot", str(path))
+    assert out.returncode == 1 and "FAIL actuators_sampled_move" in out.stdout and "mot1" in out.stdout
+    ok = cli("validate", "closed-loop", "--robot", str(DATA / "five_bar_3d" / "robot.yaml"))
+    assert ok.returncode == 0, ok.stdout + ok.stderr
