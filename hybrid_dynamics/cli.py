@@ -13,10 +13,11 @@ import argparse
 import importlib
 import pkgutil
 import sys
+import warnings
 from typing import Dict, List, Optional
 
 from . import commands
-from .errors import InputError
+from .errors import DescriptionWarning, InputError
 
 
 def module_names(argv: Optional[List[str]] = None) -> List[str]:
@@ -52,7 +53,18 @@ def build_parser(argv: Optional[List[str]] = None) -> argparse.ArgumentParser:
     return parser
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None):
+    if issubclass(category, DescriptionWarning):
+        print(f"hybrid-dynamics: warning: {message}", file=sys.stderr)
+    else:
+        _default_show(message, category, filename, lineno, file, line)
+
+
+_default_show = warnings.showwarning
+
+
 def main(argv: Optional[List[str]] = None) -> int:
+    warnings.showwarning = _show_warning       # a description's warnings as one line each
     if argv is None:
         argv = sys.argv[1:]
     parser = build_parser(argv)

@@ -31,6 +31,11 @@ class InputError(ValueError):
         return f"{where}{what}{self.detail}"
 
 
+class DescriptionWarning(UserWarning):
+    """A description that loads, with something its user should know: a limit assumed, a
+    reference pose found, internal motions left free. The CLI prints it as one line."""
+
+
 def reject_unknown_settings(config_class, data, what: str, field: str) -> None:
     """An :class:`InputError` naming every key of ``data`` that is not a field of the
     dataclass ``config_class`` (a misspelt setting is an error, not silently ignored)."""

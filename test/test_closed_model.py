@@ -7,7 +7,8 @@ import pytest
 
 from hybrid_dynamics.dynamics.closed_chain import LoopClosureKinematics
 from hybrid_dynamics.errors import InputError
-from hybrid_dynamics.model.loops import DescriptionWarning, check_loops, load_loops, load_mjcf_loops
+from hybrid_dynamics.errors import DescriptionWarning
+from hybrid_dynamics.model.loops import check_loops, load_loops, load_mjcf_loops
 from hybrid_dynamics.model.robot import build_model, load_robot
 from hybrid_dynamics.paths import robots_dir
 

@@ -14,7 +14,7 @@ from scipy.optimize import least_squares
 from hybrid_dynamics.analysis.closed_loop_checks import sinusoid
 from hybrid_dynamics.dynamics.closed_chain import LoopClosureKinematics
 from hybrid_dynamics.estimation.passive_state import PassiveStateEstimator
-from hybrid_dynamics.model.loops import DescriptionWarning
+from hybrid_dynamics.errors import DescriptionWarning
 from hybrid_dynamics.model.robot import load_robot
 
 DATA = Path(__file__).parent / "data"
@@ -61,15 +61,6 @@ def _independent_residual(robot, q):
     return np.concatenate(out)
 
 
-def _determined(kin, q, dq):
-    """The part of a passive-joint difference the actuators determine (free internal motions,
-    the null space of J_lu at q, removed)."""
-    J = kin.compute(q).J[:, kin.iu]
-    _, s, Vt = np.linalg.svd(J)
-    V = Vt[:kin.rank_u]
-    return V.T @ (V @ dq)
-
-
 def test_closure_from_neutral_and_random_poses_matches_an_independent_solve(loaded):
     name, robot, kin, _ = loaded
     rng = np.random.default_rng(7)
@@ -92,7 +83,7 @@ def test_closure_from_neutral_and_random_poses_matches_an_independent_solve(load
             return _independent_residual(robot, qq)
         ref = least_squares(fun, x0, xtol=1e-15, ftol=1e-15, gtol=1e-15).x
         assert np.abs(fun(ref)).max() < 1e-9
-        assert np.abs(_determined(kin, q, ref - q[kin.qu])).max() < 1e-7, (name, k)
+        assert np.abs(kin.determined(q, ref - q[kin.qu])).max() < 1e-7, (name, k)
 
 
 def test_constrained_id_reproduced_by_pinocchio_constraint_dynamics(loaded):
@@ -125,7 +116,7 @@ def test_constrained_id_reproduced_by_pinocchio_constraint_dynamics(loaded):
     assert np.abs(diff[kin.ia]).max() < 1e-8 * scale
     # passive joints: the part the actuators determine, and no difference that carries inertia
     # (the delta's rod spins weigh 1.6e-11 kg m^2: both solvers pick among equivalent values)
-    assert np.abs(_determined(kin, q, diff[kin.iu])).max() < 1e-8 * scale, (name, np.abs(diff).max())
+    assert np.abs(kin.determined(q, diff[kin.iu])).max() < 1e-8 * scale, (name, np.abs(diff).max())
     M = pin.crba(m, m.createData(), q)
     M = np.triu(M) + np.triu(M, 1).T
     assert np.abs(M @ diff).max() < 1e-8 * scale * np.abs(M).max()
@@ -157,7 +148,7 @@ def test_estimator_tracks_a_two_second_sinusoid(loaded):
             q_exact, info = kin.close(kin.with_actuated(e.q, qa), tol=1e-12)
             assert info["converged"]
             worst = max(worst, float(np.abs(q_exact[kin.qu] - e.q[kin.qu]).max()))
-            moved = max(moved, float(np.abs(_determined(kin, kin.q_ref, e.q[kin.qu] - kin.q_ref[kin.qu])).max()))
+            moved = max(moved, float(np.abs(kin.determined(kin.q_ref, e.q[kin.qu] - kin.q_ref[kin.qu])).max()))
     assert moved > 1e-2                                      # the passive joints did move
     assert worst < 1e-3, (name, worst)        # the closed-loop check's tolerance (validate closed-loop)
 
@@ -192,3 +183,22 @@ def test_validate_fails_when_the_actuators_cannot_move(cli, tmp_path):
     assert out.returncode == 1 and "FAIL actuators_sampled_move" in out.stdout and "mot1" in out.stdout
     ok = cli("validate", "closed-loop", "--robot", str(DATA / "five_bar_3d" / "robot.yaml"))
     assert ok.returncode == 0, ok.stdout + ok.stderr
+
+
+def test_urdf_path_with_a_6d_loop_closes_both_frames_and_inspect_says_so(cli, tmp_path):
+    """The issue's case: a '6d' cut loaded from a plain URDF path (the loop YAML beside it as
+    <stem>_loops.yaml) means the two frames coincide, position and orientation; the neutral
+    pose is open by 1.46 rad, so a closed reference is found and inspect says so."""
+    (tmp_path / "fb.urdf").write_text((DATA / "five_bar_6d" / "robot.urdf").read_text())
+    (tmp_path / "fb_loops.yaml").write_text((DATA / "five_bar_6d" / "robot.yaml").read_text())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DescriptionWarning)
+        robot = load_robot(tmp_path / "fb.urdf", base="fixed")
+        floating = load_robot(tmp_path / "fb.urdf")
+    assert not robot.floating and floating.floating and floating.nv == robot.nv + 6
+    assert np.abs(_independent_residual(robot, robot.q_stand)).max() < 1e-10
+    out = cli("inspect", str(tmp_path / "fb.urdf"), "--base", "fixed")
+    assert out.returncode == 0, out.stderr
+    assert "fixed base" in out.stdout and "closed automatically (open by 1.46" in out.stdout
+    assert "hybrid-dynamics: warning: " in out.stderr and "joint 'mot1'" in out.stderr
+    assert "Traceback" not in out.stderr and "warnings.warn" not in out.stderr

@@ -13,11 +13,12 @@ HELP = ("check a robot's closed linkages: load-time determinacy, cold-start clos
 
 def add_arguments(parser) -> None:
     parser.add_argument("--robot", default="hybrid_biped", help="built-in name or path (default hybrid_biped)")
+    parser.add_argument("--base", choices=("fixed", "floating"), help="override the description's base")
     parser.add_argument("--json", action="store_true", help="print JSON")
 
 
 def run(args) -> int:
-    report = run_checks(load_robot(args.robot))
+    report = run_checks(load_robot(args.robot, base=args.base))
     if args.json:
         print(json.dumps(report, indent=2))
     else:

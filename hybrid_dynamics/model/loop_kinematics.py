@@ -54,7 +54,6 @@ from scipy.optimize import least_squares
 _getrf, _getrs, _gecon, _lange = lapack.dgetrf, lapack.dgetrs, lapack.dgecon, lapack.dlange
 
 from ..errors import InputError
-from .lie import cross3, skew_b
 
 
 _WA_OM = np.array([2, 0])
@@ -232,16 +231,16 @@ class LoopKinematics:
         # K = [I | -[p_b]x | p_b - p_a | top | bot] (3 x 9 per loop) = (p_a, 1, p_b, 1) @ _E, so that
         # R_a^T K gives the rows of T, the closure error and (with the velocity terms in the last
         # two columns) the drift in one product; K [nu; om] = nu + om x p_b
+        eps = np.zeros((3, 3, 3))                        # Levi-Civita: [p]x[j, k] = -eps[j, k, l] p_l
+        eps[0, 1, 2] = eps[1, 2, 0] = eps[2, 0, 1] = 1.0
+        eps[0, 2, 1] = eps[2, 1, 0] = eps[1, 0, 2] = -1.0
         E = np.zeros((8, 3, 9))
         E[3, :, :3] = np.eye(3)
-        E[4:7, :, 3:6] = -skew_b(np.eye(3))
+        E[4:7, :, 3:6] = eps.transpose(2, 0, 1)          # -[e_i]x
         E[4:7, :, 6] = np.eye(3)
         E[:3, :, 6] = -np.eye(3)
         self._E = E.reshape(8, 27)
         # -w_A x u + om x p_b_dot as one product: outer products (j, k, pair) @ _Ec
-        eps = np.zeros((3, 3, 3))
-        eps[0, 1, 2] = eps[1, 2, 0] = eps[2, 0, 1] = 1.0
-        eps[0, 2, 1] = eps[2, 1, 0] = eps[1, 0, 2] = -1.0
         self._Ec = np.stack([-eps.transpose(1, 2, 0), eps.transpose(1, 2, 0)], axis=2).reshape(18, 3)
         self._R_ref = [np.eye(3) for _ in range(L)]
         self._Jlog = np.zeros((L, 3, 3))
@@ -314,7 +313,7 @@ class LoopKinematics:
             P = a1[:, :, None, :] * U[:, None, :, :2]           # (L, 3, 3, 2)
             np.add(U[:, :, 3], P.reshape(L, 18) @ self._Ec, out=K[:, :, 7])
             if not self._all_lin:
-                K[:, :, 8] = Om[:, :, 3] - cross3(Om[:, :, 2], Om[:, :, 0])   # dom - w_A x om
+                K[:, :, 8] = Om[:, :, 3] - np.cross(Om[:, :, 2], Om[:, :, 0])   # dom - w_A x om
         T = np.matmul(Rt, K)                                    # (L, 3, 9)
         Ts = T[self._kr, self._ar3]                             # (m, 9)
         e = Ts[:, 6]
@@ -490,6 +489,14 @@ class LoopKinematics:
         sol = least_squares(fun, x0, method="trf", xtol=1e-14, ftol=1e-14, gtol=1e-14, max_nfev=200 * (len(qi) + 1))
         q[qi] = sol.x
         return q
+
+    def determined(self, q: np.ndarray, dq_u: np.ndarray) -> np.ndarray:
+        """The part of a passive-joint difference the actuators determine: ``dq_u`` without its
+        free internal motions at ``q`` (the null space of J_lu); ``dq_u`` itself without any."""
+        if not self.n_free:
+            return dq_u
+        V = np.linalg.svd(self.compute(q).J[:, self.iu])[2][:self.rank_u]
+        return V.T @ (V @ dq_u)
 
     def with_actuated(self, q: np.ndarray, q_a: Sequence[float]) -> np.ndarray:
         out = np.array(q, dtype=float)

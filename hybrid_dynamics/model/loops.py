@@ -36,7 +36,7 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 import pinocchio as pin
 
-from ..errors import InputError
+from ..errors import DescriptionWarning, InputError
 from .loop_kinematics import LoopKinematics
 from .yamlio import YamlDocument, load_yaml
 
@@ -44,11 +44,6 @@ DEFAULT_AXES = {"3d": (0, 1, 2), "6d": (0, 1, 2, 3, 4, 5)}
 KEYS = ("closed_loop", "type", "name_mot", "joint_name", "joint_type", "constrained_axes", "orientation",
         "stroke", "internal_motion", "base", "transmissions")
 AXES = {"x": pin.JointModelRX, "y": pin.JointModelRY, "z": pin.JointModelRZ}
-
-
-class DescriptionWarning(UserWarning):
-    """A description that loads, with something the user should know (a limit assumed, a
-    reference pose found, internal motions left free)."""
 
 
 @dataclass(frozen=True)
