@@ -232,10 +232,37 @@ def build_loop_model(model: pin.Model, spec: LoopSpec) -> pin.Model:
         jmap[j] = jid
     for f in list(model.frames)[1:]:
         new.addFrame(pin.Frame(f.name, jmap[f.parentJoint], f.placement, f.type, f.inertia), False)
+    for key, q in ((k, v.copy()) for k, v in reference_configurations(model)):
+        new.referenceConfigurations[key] = _transfer(model, q, new, spec)
     fixed = [new.getJointId(n) for n, k in spec.substitutions.items() if k == "fixed"]
     if fixed:
         new = pin.buildReducedModel(new, fixed, pin.neutral(new))
     return new
+
+
+def reference_configurations(model: pin.Model) -> List[Tuple[str, np.ndarray]]:
+    """(name, q) of ``model.referenceConfigurations``, in the map's order."""
+    return [(str(e.key()), np.array(e.data())) for e in model.referenceConfigurations]
+
+
+def _transfer(model: pin.Model, q: np.ndarray, new: pin.Model, spec: LoopSpec) -> np.ndarray:
+    """A configuration of ``model`` in the substituted model ``new``: kept joints copied, a
+    spherical joint's quaternion as the angles of its x-y-z revolute triple (R = Rx Ry Rz),
+    other substitutions at zero."""
+    out = pin.neutral(new)
+    for j in range(1, model.njoints):
+        name, jm = model.names[j], model.joints[j]
+        kind = spec.substitutions.get(name)
+        if kind is None:
+            jn = new.joints[new.getJointId(name)]
+            out[jn.idx_q:jn.idx_q + jn.nq] = q[jm.idx_q:jm.idx_q + jm.nq]
+        elif kind == "spherical" and jm.nq == 4:
+            R = pin.Quaternion(q[jm.idx_q + 3], *q[jm.idx_q:jm.idx_q + 3]).normalized().matrix()
+            angles = (math.atan2(-R[1, 2], R[2, 2]), math.asin(max(-1.0, min(1.0, R[0, 2]))),
+                      math.atan2(-R[0, 1], R[0, 0]))
+            for axis, angle in zip("xyz", angles):
+                out[new.joints[new.getJointId(f"{name}_{axis}")].idx_q] = angle
+    return out
 
 
 def apply_strokes(model: pin.Model, spec: Optional[LoopSpec], source: str) -> List[str]:
@@ -274,7 +301,8 @@ def check_loops(model: pin.Model, spec: LoopSpec, q_ref: np.ndarray, *, closure_
     """Load-time checks, at a closed reference pose.
 
     When the loops are open at ``q_ref`` (a description's neutral pose usually is), a closed
-    pose near it is found with every joint free (:meth:`LoopKinematics.closed_pose`) and
+    pose near it is found, moving the passive joints (:meth:`LoopKinematics.close`) or, when
+    that fails, every joint (:meth:`LoopKinematics.closed_pose`), and
     becomes the reference (``figures['reference']`` says so). There the ranks of J_l and J_lu
     are found: the actuated joints must be independent (rank J_l = rank J_lu), and internal
     motions the loops leave free are resolved by least norm (warned of) unless the YAML says
@@ -286,7 +314,9 @@ def check_loops(model: pin.Model, spec: LoopSpec, q_ref: np.ndarray, *, closure_
     e0 = kin.residual(q_ref)
     residual = float(np.max(np.abs(e0))) if e0.size else 0.0
     if residual > closure_tol:
-        q, info = kin.closed_pose(q_ref)
+        q, info = kin.close(q_ref)                 # the passive joints alone, then every joint
+        if not info["converged"]:
+            q, info = kin.closed_pose(q_ref)
         if not info["converged"]:
             worst = _loop_of_row(spec, int(np.argmax(np.abs(kin.residual(q)))))
             raise InputError(f"loop {worst.frame_a}-{worst.frame_b} cannot be closed (residual "
@@ -333,9 +363,15 @@ def _loop_of_row(spec: LoopSpec, row: int) -> LoopClosure:
 
 def load_mjcf_loops(path: str | Path, actuated: List[str] | None = None, rows="all", q_ref=None):
     """(model, LoopSpec) from an MJCF file: the tree and its constraints through Pinocchio's MJCF
-    parser (``buildModelAndConstraintsFromMJCF``; a ``<freejoint>`` is the free flyer), each ``<equality connect>`` a '3d' loop and each ``<equality weld>`` a
-    '6d' loop between two sites (frames of the model). The actuated joints are those of the
-    ``<actuator>`` elements unless given.
+    parser (``buildModelAndConstraintsFromMJCF``; a ``<freejoint>`` is the free flyer), each
+    ``<equality connect>`` a '3d' loop and each ``<equality weld>`` a '6d' loop. Either form of
+    MuJoCo's: between two sites (``site1``/``site2``, frames of the model), or between two
+    bodies (``body1``, ``body2`` or the world, ``anchor`` / ``relpose``): the loop's frames are
+    then added to the model at the placements Pinocchio's parser computed (named
+    ``<name>_1``/``<name>_2``, the element's name or ``connect<i>``/``weld<i>``). Ball joints
+    become three revolutes (as ``joint_type: SPHERICAL`` in the loop YAML). The actuated joints
+    are those of the ``<actuator>`` elements unless given. MuJoCo's qpos0 (joints' ``ref``) and
+keyframes are in ``model.referenceConfigurations`` ('qpos0', key names).
 
     ``rows`` picks the constraint rows of each loop (MJCF has no constrained-axes field, and a
     ``connect`` keeps 3 rows, which over-constrains a planar cut):
@@ -357,31 +393,47 @@ def load_mjcf_loops(path: str | Path, actuated: List[str] | None = None, rows="a
         raise InputError(f"not a valid MJCF: {str(exc).strip().splitlines()[0]}", file=str(path)) from None
     parsed = {"connect": list(points), "weld": list(frames)}
     loops = []
-    for eq in root.iter("equality"):
-        for el in eq:
-            if el.tag not in ("connect", "weld"):
-                continue
-            a, b = el.get("site1"), el.get("site2")
-            if a is None or b is None:
-                raise InputError(f"<{el.tag}> needs site1 and site2", file=str(path))
-            for f in (a, b):
-                if not model.existFrame(f):
-                    raise InputError(f"site '{f}' is not a frame of the model", file=str(path))
-            # Pinocchio's parser made the same constraint (between the same joints): cross-check
-            ja, jb = model.frames[model.getFrameId(a)].parentJoint, model.frames[model.getFrameId(b)].parentJoint
-            match = [c for c in parsed[el.tag] if {c.joint1_id, c.joint2_id} == {ja, jb}]
-            if match:
-                parsed[el.tag].remove(match[0])
+    elements = [el for eq in root.iter("equality") for el in eq if el.tag in ("connect", "weld")]
+    for i, el in enumerate(elements):
+        name = el.get("name") or f"{el.tag}{i}"
+        where = f"<{el.tag}> {name} (equality {i})"
+        sites, bodies = (el.get("site1"), el.get("site2")), (el.get("body1"), el.get("body2"))
+        if all(sites):
+            ends = sites
+        elif bodies[0] and not any(sites):
+            ends = bodies
+        else:
+            raise InputError(f"{where}: give site1 and site2, or body1 (and body2, anchor)", file=str(path))
+        joints, ftype = [], pin.FrameType.OP_FRAME if all(sites) else pin.FrameType.BODY
+        for f in ends:
+            if f is None or f == "world":
+                joints.append(0)
+            elif model.existFrame(f, ftype):
+                joints.append(model.frames[model.getFrameId(f, ftype)].parentJoint)
             else:
-                raise InputError(f"Pinocchio's MJCF parser does not find the {el.tag} {a}-{b}", file=str(path))
-            kind = "3d" if el.tag == "connect" else "6d"
-            loops.append(LoopClosure(a, b, kind, DEFAULT_AXES[kind]))
+                raise InputError(f"{where}: '{f}' is not a {'site' if all(sites) else 'body'} of the model",
+                                 file=str(path))
+        # Pinocchio's parser made the same constraint (between the same joints): cross-check
+        match = [c for c in parsed[el.tag] if {c.joint1_id, c.joint2_id} == set(joints)]
+        if not match:
+            raise InputError(f"{where}: Pinocchio's MJCF parser does not find it", file=str(path))
+        c = match[0]
+        parsed[el.tag].remove(c)
+        if not all(sites):                 # body form: the frames at the parser's placements
+            ends = (f"{name}_1", f"{name}_2")
+            for fname, j, place in zip(ends, (c.joint1_id, c.joint2_id), (c.joint1_placement, c.joint2_placement)):
+                model.addFrame(pin.Frame(fname, j, place, pin.FrameType.OP_FRAME), False)
+        kind = "3d" if el.tag == "connect" else "6d"
+        loops.append(LoopClosure(ends[0], ends[1], kind, DEFAULT_AXES[kind]))
     if actuated is None:
         actuated = [el.get("joint") for act in root.iter("actuator") for el in act if el.get("joint")]
     for name in actuated:
         if not model.existJointName(name):
             raise InputError(f"actuated joint '{name}' is not in the model", file=str(path))
-    spec = LoopSpec(path, loops, list(actuated))
+    balls = {model.names[j]: "spherical" for j in range(1, model.njoints)
+             if model.joints[j].shortname() == "JointModelSpherical"}
+    spec = LoopSpec(path, loops, list(actuated), substitutions=balls)
+    model = build_loop_model(model, spec)
     if isinstance(rows, LoopSpec):
         axes = {frozenset((l.frame_a, l.frame_b)): (l.frame_a, l.axes) for l in rows.loops}
         chosen = []
@@ -395,7 +447,8 @@ def load_mjcf_loops(path: str | Path, actuated: List[str] | None = None, rows="a
             chosen.append(LoopClosure(loop.frame_a, loop.frame_b, loop.kind, match[1]))
         spec.loops = chosen
     elif rows == "rank":
-        spec = independent_rows(model, spec, pin.neutral(model) if q_ref is None else q_ref)
+        qpos0 = dict(reference_configurations(model)).get("qpos0", pin.neutral(model))
+        spec = independent_rows(model, spec, qpos0 if q_ref is None else q_ref)
     elif rows != "all":
         raise ValueError(f"rows must be 'all', 'rank' or a LoopSpec, got {rows!r}")
     return model, spec

@@ -22,7 +22,8 @@ YAML ``<stem>_loops.yaml`` beside it if there is one; contacts are then guessed 
 names such as foot, sole, toe or tip), or a loop YAML in the community convention
 (``closed_loop`` ...) with its URDF of the same stem beside it (``robot.yaml`` +
 ``robot.urdf``; fixed base unless the YAML or ``base=`` says floating, as the community's
-loaders do). ``base="fixed"`` or ``"floating"`` overrides the base of any of them.
+loaders do), or an MJCF file (loops from its ``<equality>``, actuators from ``<actuator>``,
+reference pose its first keyframe, else qpos0; floating when it has a free joint). ``base="fixed"`` or ``"floating"`` overrides the base of any of them.
 """
 from __future__ import annotations
 
@@ -37,7 +38,8 @@ import pinocchio as pin
 
 from ..errors import InputError
 from ..paths import example_robot_data_dir, robots_dir
-from .loops import LoopSpec, apply_strokes, build_loop_model, check_loops, load_loops
+from .loops import (LoopSpec, apply_strokes, build_loop_model, check_loops, load_loops, load_mjcf_loops,
+                    reference_configurations)
 from .modules import KinematicModule, Leg, find_legs, find_modules
 from .yamlio import YamlDocument, load_yaml
 
@@ -158,6 +160,8 @@ def load_robot(name_or_path: str | Path, base: Optional[str] = None) -> Robot:
         return _from_manifest(path, base)
     if path.suffix == ".urdf":
         return _from_urdf(path, base)
+    if path.suffix == ".xml":
+        return _from_mjcf(path, base)
     manifest = robots_dir() / text / "robot.yaml"
     if "/" not in text and manifest.is_file():
         return _from_manifest(manifest, base)
@@ -295,6 +299,33 @@ def _stand(doc: YamlDocument, model: pin.Model, urdf: Path) -> np.ndarray:
     return q
 
 
+def _guessed_contacts(model: pin.Model):
+    """Point contacts at body frames named like feet (foot, sole, toe, tip), one leg each (a
+    name that another frame also has, as MJCF bodies share their joints' names, is left out)."""
+    names = [f.name for f in model.frames]
+    frames = [f.name for f in model.frames if f.type == pin.FrameType.BODY and CONTACT_NAME.search(f.name)
+              and f.parentJoint > 1 and names.count(f.name) == 1]
+    contacts = [Contact(f, "point", np.zeros((1, 3)), f) for f in frames]
+    legs = find_legs(model, frames)
+    return [Contact(c.frame, c.kind, c.points, leg.name) for c, leg in zip(contacts, legs)], legs
+
+
+def _from_mjcf(path: Path, base: Optional[str]) -> Robot:
+    model, loops = load_mjcf_loops(path)
+    refs = reference_configurations(model)
+    q = next((v for k, v in refs if k != "qpos0"), dict(refs).get("qpos0", pin.neutral(model)))
+    floating = model.njoints > 1 and model.joints[1].shortname() == "JointModelFreeFlyer"
+    if floating and base == "fixed":
+        model = pin.buildReducedModel(model, [1], q)
+        q = q[7:]
+    elif not floating and base == "floating":
+        raise InputError("an MJCF without a free joint cannot be given a floating base", file=str(path))
+    apply_strokes(model, loops, str(path))
+    contacts, legs = _guessed_contacts(model)
+    report = check_loops(model, loops, q)
+    return Robot(path.stem, path, model, contacts, legs, loops, report["q_ref"], mjcf=path, loop_report=report)
+
+
 def _from_urdf(urdf: Path, base: Optional[str] = None, loops_path: Optional[Path] = None,
                default_base: str = "floating") -> Robot:
     if loops_path is None:
@@ -307,11 +338,7 @@ def _from_urdf(urdf: Path, base: Optional[str] = None, loops_path: Optional[Path
         if yaml_base not in (None, "fixed", "floating"):
             raise doc.error(f"'{yaml_base}' is not fixed or floating", "base")
     model, loops = _closed_model(urdf, _base(yaml_base, base, default_base), loops_path)
-    frames = [f.name for f in model.frames
-              if f.type == pin.FrameType.BODY and CONTACT_NAME.search(f.name) and f.parentJoint > 1]
-    contacts = [Contact(f, "point", np.zeros((1, 3)), f) for f in frames]
-    legs = find_legs(model, frames)
-    contacts = [Contact(c.frame, c.kind, c.points, leg.name) for c, leg in zip(contacts, legs)]
+    contacts, legs = _guessed_contacts(model)
     q = pin.neutral(model)
     report = None
     if loops is not None:
