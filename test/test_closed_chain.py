@@ -107,6 +107,8 @@ def test_estimator_tracks_exact_closure_and_flags_bad_input(kin):
     qa[0] = 0.3
     bad = est.update(qa, np.zeros(kin.n_act))
     assert not bad.valid and bad.status == OUT_OF_WORKSPACE and np.array_equal(bad.q, last)
+    # the message names the actuator, its reading, its stroke and where the stroke came from
+    assert f"{kin.actuated_joints[0]} = 0.3 not in [" in bad.message and "hybrid_biped_loops.yaml" in bad.message
     # NaN measurement
     assert est.update(qa * np.nan, np.zeros(kin.n_act)).status == OUT_OF_WORKSPACE
     # the estimator goes on from its last valid state

@@ -73,6 +73,7 @@ class PassiveStateEstimator:
         self.rcond_min, self.residual_max = rcond_min, residual_max
         self.jump_tol = jump_tol
         m, qa = self.kin.model, self.kin.qa
+        self.stroke_margin = stroke_margin
         margin = stroke_margin * (m.upperPositionLimit[qa] - m.lowerPositionLimit[qa])
         self._stroke = (m.lowerPositionLimit[qa] - margin, m.upperPositionLimit[qa] + margin)
         self.theta: Optional[np.ndarray] = None     # internal q (nq)
@@ -135,8 +136,11 @@ class PassiveStateEstimator:
         th = self.theta
         lo, hi = self._stroke
         if (q_a < lo).any() or (q_a > hi).any():
-            bad = [n for n, x, a, b in zip(kin.actuated_joints, q_a, lo, hi) if not a <= x <= b]
-            return self._invalid(OUT_OF_WORKSPACE, f"actuators outside their stroke: {', '.join(bad)}")
+            bad = [f"{n} = {x:.4g} not in [{a:.4g}, {b:.4g}]"
+                   for n, x, a, b in zip(kin.actuated_joints, q_a, lo, hi) if not a <= x <= b]
+            source = f" (strokes with a {self.stroke_margin:g} margin, from the limits of " \
+                     f"{kin.spec.path} or its URDF)" if kin.spec is not None else ""
+            return self._invalid(OUT_OF_WORKSPACE, f"actuators outside their stroke: {'; '.join(bad)}{source}")
         nd = th[kin.qa] - q_a                  # prediction minus measurement
         if np.abs(nd).max() > self.jump_tol:
             # a jump no velocity explains: re-close at the measurement before going on
