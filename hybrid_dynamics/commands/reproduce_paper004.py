@@ -5,7 +5,8 @@ choices the thesis leaves open in ``hopper/experiments.py``) and the Fig. 4.7 sw
 knee angle, and writes per experiment a plot (base height, r_cf, alpha, energy terms, h_c,
 cumulative work per port), the sweep plot, ``summary.json`` (hop counts, apexes, energies,
 flight rotations, drift, what the thesis reports) and ``energy_balance.md`` (Exp VI's sheet in
-the thesis's terms, and the numerical residual of every run).
+the thesis's terms, and the numerical residual of every run); then Exps II (prismatic) and IV
+(revolute) again in the MuJoCo plant (``sim.hopper_plant``), with their touchdown times.
 """
 from __future__ import annotations
 
@@ -17,10 +18,12 @@ import numpy as np
 
 from ..errors import InputError
 from ..hopper import experiments as ex
+from ..sim.hopper_plant import MujocoHopper
 
 COMMAND = ("reproduce", "paper004")
 HELP = "Feurstein (2021): the planar hopper's Exps I-VI, the Fig. 4.7 sweep and the energy balance"
 SWEEP_DEG = tuple(range(70, 151, 8))
+MUJOCO_EXPERIMENTS = ("prismatic_II", "revolute_IV")
 
 
 def add_arguments(parser) -> None:
@@ -29,6 +32,8 @@ def add_arguments(parser) -> None:
                         help="comma-separated subset of " + ", ".join(ex.EXPERIMENTS))
     parser.add_argument("--duration", type=float, default=None, help="override every experiment's duration (s)")
     parser.add_argument("--no-sweep", action="store_true", help="skip the Fig. 4.7 sweep")
+    parser.add_argument("--mujoco-duration", type=float, default=3.0,
+                        help="seconds of Exps II (prismatic) and IV (revolute) in the MuJoCo plant (0: skip)")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
 
 
@@ -94,6 +99,19 @@ def _balance_table(sheets: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _mujoco_comparison(name: str, duration: float) -> dict:
+    """The same experiment in the MuJoCo plant and in ``hopper.simulate``: touchdown times."""
+    exp = ex.EXPERIMENTS[name]
+    hopper, sim = ex.make_sim(exp)
+    x0, v0 = np.array(exp.x0), np.array(exp.v0)
+    mj = MujocoHopper(hopper, sim.controller).run(x0, v0, duration)
+    ours = [e.t for e in sim.run(x0, v0, duration).events if e.kind == "touchdown"]
+    n = min(len(ours), len(mj.touchdowns))
+    return {"mujoco_touchdowns": len(mj.touchdowns), "ours_touchdowns": len(ours), "mujoco_fallen": mj.fallen,
+            "mujoco_touchdown_times": [round(t, 4) for t in mj.touchdowns],
+            "max_touchdown_dt": float(np.abs(np.subtract(ours[:n], mj.touchdowns[:n])).max(initial=0.0))}
+
+
 def run(args) -> int:
     names = [n.strip() for n in args.experiments.split(",") if n.strip()]
     unknown = [n for n in names if n not in ex.EXPERIMENTS]
@@ -121,6 +139,12 @@ def run(args) -> int:
             best = min((r for r in rows if r["lifted"]), key=lambda r: abs(r["h_angular"]))
             print(f"Fig. 4.7 sweep: smallest |h_c angular| at lift-off at q1 = {math.degrees(best['q1']):.0f} deg "
                   f"({best['h_angular']:.2e}); thesis: 102 deg")
+    if args.mujoco_duration > 0:
+        summary["mujoco"] = {name: _mujoco_comparison(name, args.mujoco_duration) for name in MUJOCO_EXPERIMENTS}
+        if not args.json:
+            for name, c in summary["mujoco"].items():
+                print(f"MuJoCo plant, {name}, {args.mujoco_duration} s: {c['mujoco_touchdowns']} touchdowns "
+                      f"(ours {c['ours_touchdowns']}), largest touchdown-time difference {c['max_touchdown_dt']:.4f} s")
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
     (out / "energy_balance.md").write_text(_balance_table(sheets))
     if args.json:

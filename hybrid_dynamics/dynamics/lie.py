@@ -4,8 +4,8 @@
 SE(3):
 - ``skew(w)`` / ``vee3(W)``: so(3) hat and vee; ``hat(xi)`` / ``vee(X)``: se(3) hat and vee.
 - ``Ad(R, p) = [[R, p^ R], [0, R]]`` (the big adjoint A_xy, twists of y to x), ``Ad_inv``.
-- ``ad(xi) = [[w^, v^], [0, w^]]`` (the little adjoint a_nu): ``ad(a) b = motion_cross(a, b)``;
-  ``-ad(V).T @ P = force_cross(V, P)``.
+- ``ad(xi) = [[w^, v^], [0, w^]]`` (the little adjoint a_nu; ``ad(a) b`` is the motion cross
+  product); ``-ad(V).T @ P = force_cross(V, P)``.
 - ``exp_so3`` / ``log_so3``, ``exp_se3`` / ``log_se3`` with Taylor branches near the identity
   (and the angle-pi branch of log_so3); ``quat_to_rot`` / ``rot_to_quat`` in Pinocchio's
   (x, y, z, w); ``integrate`` is the group integrator on SE(3) x R^n.
@@ -15,7 +15,7 @@ SE(2) (twist [v_x, v_y, w], ``S = [[0, -1], [1, 0]]``, [Feurstein 2021, Sec. 4.1
   [[w S, -S v], [0, 0]]``, ``exp_se2`` / ``log_se2``, ``integrate_se2`` on SE(2) x R^n.
 
 Batched helpers take arrays whose last axes are the usual ones (``skew_b((n, 3)) -> (n, 3, 3)``,
-``cross3``, ``motion_cross``, ``force_cross``).
+``cross3``, ``force_cross``).
 """
 from __future__ import annotations
 
@@ -100,14 +100,6 @@ def ad(xi) -> np.ndarray:
     out[:3, :3] = W
     out[3:, 3:] = W
     out[:3, 3:] = skew(xi[:3])
-    return out
-
-
-def motion_cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """ad(a) b for twists stacked on the last axis."""
-    out = np.empty(np.broadcast_shapes(a.shape, b.shape))
-    out[..., :3] = cross3(a[..., 3:], b[..., :3]) + cross3(a[..., :3], b[..., 3:])
-    out[..., 3:] = cross3(a[..., 3:], b[..., 3:])
     return out
 
 
