@@ -79,6 +79,7 @@ def test_decoupling_transform_block_structure_for_random_tx_ty(case):
     T, Td = dc.decoupling_transform(M, Mdot, rng.normal(size=(6, 6)), rng.normal(size=(6, 6)),
                                     rng.normal(size=(n, n)), rng.normal(size=(n, n)))
     M_T, C_T, F_T = dc.transform_equations(M, case["C"], T, Td, F=np.r_[np.zeros(6), rng.normal(size=n)])
+    assert np.abs(dc.decoupling_inverse(T, 6) @ T - np.eye(len(T))).max() < 1e-9
     hamel = dc.block_structure(M_T, C_T, T @ v)
     scale = np.abs(C_T).max()
     assert hamel.M_xy < 1e-9 * np.abs(M_T).max() and hamel.C_xy < 1e-9 * scale

@@ -26,7 +26,7 @@ LAYERS: List[Tuple[str, ...]] = [
     ("ros",),
     ("sim",),
     ("runtime",),
-    ("control",),
+    ("control", "hopper"),
     ("estimation",),
     ("dynamics",),
     ("model",),

@@ -13,7 +13,7 @@ import json
 import numpy as np
 import pinocchio as pin
 
-from ..dynamics.decoupling import DecoupledDynamics, transform_equations
+from ..dynamics.decoupling import DecoupledDynamics, decoupling_inverse, transform_equations
 from ..model.robot import load_robot
 from .bench_dynamics import _stats, _time
 
@@ -56,7 +56,7 @@ def bench(robot, samples: int, seed: int = 0) -> dict:
     with_mats = [(q, v, M, Md) for (q, v), (M, Md) in zip(states, M_Md)]
     transforms = [dd.transform(*s) for s in with_mats]
     C_list = [e.hamel_coriolis(q, v, M, Md) for q, v, M, Md in with_mats]
-    transformed = [(M, C, T, Td) for (M, _), C, (T, Td) in zip(M_Md, C_list, transforms)]
+    transformed = [(M, C, T, Td, None, decoupling_inverse(T, 6)) for (M, _), C, (T, Td) in zip(M_Md, C_list, transforms)]
     out = {"robot": robot.name, "nv": model.nv, "samples": samples, "us": {
         "pinocchio_crba_rnea_ccrba": _stats(_time(reference, states)),
         "M": _stats(_time(mass, states)),

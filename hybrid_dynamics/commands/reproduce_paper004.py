@@ -14,6 +14,8 @@ import json
 import math
 from pathlib import Path
 
+import matplotlib
+import matplotlib.pyplot as plt
 import numpy as np
 
 from ..errors import InputError
@@ -38,9 +40,7 @@ def add_arguments(parser) -> None:
 
 
 def _plot(name, log, path: Path) -> None:
-    import matplotlib                      # optional dependency: only the plots need it
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     s, t = log.series, log.t
     fig, ax = plt.subplots(5, 1, figsize=(9, 12), sharex=True)
     ax[0].plot(t, log.x[:, 1], label="base y")
@@ -73,9 +73,7 @@ def _plot(name, log, path: Path) -> None:
 
 
 def _plot_sweep(rows, path: Path) -> None:
-    import matplotlib                      # optional dependency: only the plots need it
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     fig, ax = plt.subplots(figsize=(6, 4))
     ax.plot([math.degrees(r["q1"]) for r in rows], [r["h_angular"] for r in rows], "o-")
     ax.axhline(0.0, color="k", lw=0.5)

@@ -45,17 +45,22 @@ def _checked_inverse(A: np.ndarray, name: str) -> np.ndarray:
     """inv(A), or InputError naming ``name`` when A is singular or not finite."""
     if not np.isfinite(A).all():
         raise InputError(f"the transform {name} has non-finite entries", field=name)
-    cond = np.linalg.cond(A)
+    try:
+        inv = np.linalg.inv(A)
+        cond = np.abs(A).sum(1).max() * np.abs(inv).sum(1).max()          # infinity-norm condition number
+    except np.linalg.LinAlgError:
+        cond = np.inf
     if not cond < COND_LIMIT:
         raise InputError(f"the transform {name} is singular (condition number {cond:.3g}); choose an "
                          f"invertible {name}", field=name)
-    return np.linalg.inv(A)
+    return inv
 
 
 def transform_equations(M: np.ndarray, C: np.ndarray, T: np.ndarray, Tdot: np.ndarray,
-                        F: Optional[np.ndarray] = None):
-    """(M_T, C_T, F_T) of [Feurstein 2021, Eq. (3.77)] (F_T is None without F)."""
-    Ti = _checked_inverse(T, "T")
+                        F: Optional[np.ndarray] = None, T_inv: Optional[np.ndarray] = None):
+    """(M_T, C_T, F_T) of [Feurstein 2021, Eq. (3.77)] (F_T is None without F); ``T_inv`` when
+    the caller has it in closed form (``decoupling_inverse``), else T is inverted and checked."""
+    Ti = _checked_inverse(T, "T") if T_inv is None else T_inv
     M_T = Ti.T @ M @ Ti
     C_T = Ti.T @ C @ Ti - M_T @ Tdot @ Ti
     return M_T, C_T, (None if F is None else Ti.T @ F)
@@ -81,6 +86,16 @@ def decoupling_transform(M: np.ndarray, Mdot: np.ndarray, T_x: np.ndarray, Tdot_
     T[:nx, :nx], T[:nx, nx:], T[nx:, nx:] = T_x, T_x @ K, T_y
     Td[:nx, :nx], Td[:nx, nx:], Td[nx:, nx:] = Tdot_x, Tdot_x @ K + T_x @ Kdot, Tdot_y
     return T, Td
+
+
+def decoupling_inverse(T: np.ndarray, nx: int) -> np.ndarray:
+    """T^{-1} = [[T_x^{-1}, -K T_y^{-1}], [0, T_y^{-1}]] of (3.80), with K = T_x^{-1} T_xy."""
+    Tx_inv = _checked_inverse(T[:nx, :nx], "T_x")
+    Ty_inv = _checked_inverse(T[nx:, nx:], "T_y")
+    out = np.zeros_like(T)
+    out[:nx, :nx], out[nx:, nx:] = Tx_inv, Ty_inv
+    out[:nx, nx:] = -(Tx_inv @ T[:nx, nx:]) @ Ty_inv
+    return out
 
 
 def com_frame_rates(A_cb: np.ndarray, v: np.ndarray, com_velocity: np.ndarray) -> np.ndarray:
@@ -190,5 +205,5 @@ class DecoupledDynamics:
         Mdot = e.mass_matrix_derivative(q, v)
         C = e.hamel_coriolis(q, v, M, Mdot)
         T, Td = self.transform(q, v, M, Mdot)
-        M_T, C_T, G_T = transform_equations(M, C, T, Td, F=e.gravity(q))
+        M_T, C_T, G_T = transform_equations(M, C, T, Td, F=e.gravity(q), T_inv=decoupling_inverse(T, e.nb))
         return Decoupled(M_T=M_T, C_T=C_T, G_T=G_T, T=T, Tdot=Td, v_T=T @ v)
