@@ -182,3 +182,27 @@ def test_revolute_exp_iv_hops_in_place_with_a_few_degrees_of_flight_rotation():
 def test_prismatic_exp_i_tilts_after_a_few_hops_and_exp_ii_does_not():
     tilted = ex.run("prismatic_I", duration=6.0)
     assert tilted.fallen and 5 <= tilted.count("liftoff") <= 12
+
+
+def test_controller_iii_acts_on_the_locked_com_frame_angle(revolute):
+    """alpha_c = theta_b + theta_bc(q) + offset: equal to alpha_{i,cf} at the start, its rate
+    [0, 0, 1, T_w] against a central difference of the angle, and a short hop with it."""
+    exp = ex.EXPERIMENTS["revolute_IV"]
+    x0 = np.array(exp.x0)
+    ctrl = HopperController(revolute, Gains.from_dict(dict(exp.gains, controller="III")), x0)
+    v = np.zeros(4)
+    alpha_c, _, J = ctrl.polar_angle(x0, v, revolute.geometry(x0, v))
+    assert alpha_c == pytest.approx(revolute.geometry(x0, v).alpha, abs=1e-12)
+    x = np.array([0.1, 0.25, -2.3, 1.4])
+    J = ctrl.polar_angle(x, v, revolute.geometry(x, v))[2]
+    h = 1e-6
+    for k in range(4):
+        dx = np.zeros(4)
+        dx[k] = h
+        fd = (ctrl.polar_angle(x + dx, v, revolute.geometry(x + dx, v))[0]
+              - ctrl.polar_angle(x - dx, v, revolute.geometry(x - dx, v))[0]) / (2 * h)
+        assert fd == pytest.approx(J[k], abs=1e-7)
+    assert J[3] == pytest.approx(revolute.locked_rotation_rate(x)[0], abs=1e-9) and J[3] > 0.05
+    _, sim = ex.make_sim(exp, controller="III")
+    log = sim.run(x0, np.array(exp.v0), 0.7)
+    assert log.count("liftoff") >= 1 and log.balance_residual < 1e-6 and abs(log.work("polar")[-1]) > 1e-4
