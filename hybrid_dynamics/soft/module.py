@@ -1,0 +1,128 @@
+"""A soft-rigid module (joint followed by body) and its per-module terms, compiled once.
+
+The terms are what the inter-body recursion needs [Pustina 2024, Sec. 4-5]: the relative
+transform ``^{i-1}T_i = T_J T_B`` (Eq. (9)), the relative velocity, angular velocity, their
+derivatives and speed Jacobians (Eqs. (39)-(40)), and the body integrals in the distal frame
+{S_i}: mass, CoM and its derivatives, inertia and its rate and gradient, the deformation
+momentum ``h_d = sum w r x rdot`` and the sums that make pi* (Eq. (47), with the centrifugal
+term corrected to use dI/dq).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import casadi as ca
+import numpy as np
+
+from hybrid_dynamics.soft.bodies import Body
+from hybrid_dynamics.soft.joints import Joint
+from hybrid_dynamics.soft.symbolic import segment, skew, vee
+
+TERM_NAMES = ("R", "t", "vrel", "wrel", "vdrel", "wdrel", "Jv", "Jw", "m", "pc", "pdc", "pddc",
+              "Jc", "I", "Id", "dI", "hd", "Srr", "H", "G", "Mbb", "Jrr", "s")
+
+
+@dataclass
+class Module:
+    """Joint ``joint`` then body ``body``; ``parent`` names the module whose distal frame the
+    joint is placed in (None: the base)."""
+    name: str
+    joint: Joint
+    body: Body
+    parent: Optional[str] = None
+
+    @property
+    def nq(self) -> int:
+        return self.joint.nq + self.body.nq
+
+    @property
+    def nv(self) -> int:
+        return self.joint.nv + self.body.nq
+
+
+def body_points_local(body: Body, qB, xs: Optional[np.ndarray] = None):
+    """Material points (default: the quadrature points) in the distal frame, ^i p_k
+    (stacked 3K vector)."""
+    RB, tB = body.distal_transform(qB)
+    xs = body.points if xs is None else xs
+    return ca.vertcat(*[RB.T @ (p - tB) for p in body.map_points(xs, qB)])
+
+
+def module_terms(module: Module) -> ca.Function:
+    """The compiled function (q_i, v_i, a_i) -> TERM_NAMES of one module."""
+    joint, body = module.joint, module.body
+    q, v, a = ca.SX.sym("q", module.nq), ca.SX.sym("v", module.nv), ca.SX.sym("a", module.nv)
+    qJ, qB = segment(q, 0, joint.nq), segment(q, joint.nq, module.nq)
+    vJ, vB = segment(v, 0, joint.nv), segment(v, joint.nv, module.nv)
+    aB = segment(a, joint.nv, module.nv)
+    RJ, tJ = joint.transform(qJ)
+    RB, tB = body.distal_transform(qB)
+    R, t = RJ @ RB, tJ + RJ @ tB                                   # Eq. (9)
+    qd = ca.vertcat(joint.qdot(qJ, vJ), vB)
+    z, zd = ca.vertcat(q, v), ca.vertcat(qd, a)
+    vrel = ca.jtimes(t, q, qd)
+    Rd = ca.reshape(ca.jtimes(ca.vec(R), q, qd), 3, 3)
+    wrel = vee(Rd @ R.T)
+    vdrel, wdrel = ca.jtimes(vrel, z, zd), ca.jtimes(wrel, z, zd)
+    Jv, Jw = ca.jacobian(vrel, v), ca.jacobian(wrel, v)
+
+    w = body.weights
+    K = len(w)
+    P = body_points_local(body, qB)
+    JP = ca.jacobian(P, qB)
+    m = float(w.sum())
+    mdiv = m if m > 0 else 1.0          # a massless body has all sums zero
+    p = [P[3 * k:3 * k + 3] for k in range(K)]
+    Jp = [JP[3 * k:3 * k + 3, :] for k in range(K)]
+    pc = sum(w[k] * p[k] for k in range(K)) / mdiv
+    Jc = sum(w[k] * Jp[k] for k in range(K)) / mdiv
+    b_all = ca.jtimes(JP @ vB, qB, vB)          # b_k = sum_jl d2p_k/dqj dql qdj qdl, one sweep
+    b = [b_all[3 * k:3 * k + 3] for k in range(K)]
+    bbar = sum(w[k] * b[k] for k in range(K)) / mdiv
+    pdc, pddc = Jc @ vB, Jc @ aB + bbar
+    r = [p[k] - pc for k in range(K)]
+    Jr = [Jp[k] - Jc for k in range(K)]
+    rd = [Jr[k] @ vB for k in range(K)]
+    rdd = [Jr[k] @ aB + b[k] - bbar for k in range(K)]
+    I = sum(w[k] * (ca.dot(r[k], r[k]) * ca.DM.eye(3) - r[k] @ r[k].T) for k in range(K))
+    Id = ca.reshape(ca.jtimes(ca.vec(I), qB, vB), 3, 3)
+    dI = ca.jacobian(ca.vec(I), qB)
+    hd = sum(w[k] * ca.cross(r[k], rd[k]) for k in range(K))
+    Srr = sum(w[k] * ca.cross(r[k], rdd[k]) for k in range(K))
+    H = sum(w[k] * skew(r[k]) @ Jr[k] for k in range(K))
+    G = sum(w[k] * skew(rd[k]) @ Jr[k] for k in range(K))
+    Mbb = sum(w[k] * Jr[k].T @ Jr[k] for k in range(K))
+    Jrr = sum(w[k] * Jr[k].T @ rdd[k] for k in range(K))
+    s = body.elastic_force(qB, vB)
+    values = [R, t, vrel, wrel, vdrel, wdrel, Jv, Jw, ca.SX(m), pc, pdc, pddc, Jc, I, Id, dI,
+              hd, Srr, H, G, Mbb, Jrr, s]
+    return ca.Function(f"terms_{module.name}", [q, v, a], [ca.densify(ca.SX(x)) for x in values],
+                       ["q", "v", "a"], list(TERM_NAMES))
+
+
+def check_distal_face(module: Module, samples: int = 3, tol: float = 1e-9,
+                      rng: Optional[np.random.Generator] = None) -> Optional[str]:
+    """None when Assumption 2 holds [Pustina 2024, Sec. 3]: the face points are orthogonal and
+    distinct (Eq. (4)) and the face frame stays orthonormal at random configurations;
+    otherwise what is wrong."""
+    body = module.body
+    xJ, xa, xb = body.face
+    da, db = xa - xJ, xb - xJ
+    if min(np.linalg.norm(da), np.linalg.norm(db)) < 1e-12:
+        return "distal face points coincide (degenerate frame)"
+    if abs(da @ db) > 1e-9 * np.linalg.norm(da) * np.linalg.norm(db):
+        return "distal face points are not orthogonal: (x_a - x_J).(x_b - x_J) != 0"
+    if body.relax_face or body.nq == 0:
+        return None
+    qB = ca.SX.sym("q", body.nq)
+    RB, _ = body.distal_transform(qB)
+    frame = ca.Function("face", [qB], [RB])
+    rng = rng or np.random.default_rng(0)
+    for _ in range(samples):
+        Rv = np.array(frame(0.3 * rng.standard_normal(body.nq)))
+        err = np.abs(Rv.T @ Rv - np.eye(3)).max()
+        if err > tol:
+            return f"distal face deforms (|R^T R - I| = {err:.2e}): Assumption 2 fails; " \
+                   "relax it only on the last body of a branch"
+    return None
