@@ -28,7 +28,7 @@ LAYERS: List[Tuple[str, ...]] = [
     ("runtime",),
     ("control", "hopper"),
     ("estimation",),
-    ("dynamics",),
+    ("dynamics", "soft"),
     ("model",),
     ("errors", "paths"),
 ]

@@ -13,6 +13,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import matplotlib
+import matplotlib.pyplot as plt
+
 from ..errors import InputError
 from ..soft.paper002 import EL_MAX_BODIES, accuracy, fitted_exponent, timing_row
 
@@ -29,11 +32,7 @@ def add_arguments(parser) -> None:
 
 
 def _plot(rows, acc, out: Path):
-    # matplotlib only when plotting (optional dependency of a command)
-    import matplotlib
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     fig, axes = plt.subplots(1, 4, figsize=(18, 4))
     ns = [r["bodies"] for r in rows]
     el = [r for r in rows if "el_us" in r]
