@@ -11,43 +11,24 @@ planner and walks at /cmd_vel (geometry_msgs/Twist); the estimator then takes it
 from the stance the controller plans (whole_body_controller/cycle), and the morphology
 manager runs the damage detector (which needs that planned stance).
 """
-import os
-
 from ament_index_python.packages import get_package_share_directory
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
-PACKAGE = "hybrid_dynamics"
-
-
-def robot_description(robot):
-    """The URDF text of a built-in robot (its manifest resolves example-robot-data paths)."""
-    from hybrid_dynamics.model.robot import load_robot
-    with open(load_robot(robot).urdf) as f:
-        return f.read()
+from hybrid_dynamics.ros import launch_graph
 
 
 def nodes(context):
-    robot = LaunchConfiguration("robot").perform(context)
-    params_file = LaunchConfiguration("params_file").perform(context) or os.path.join(
-        get_package_share_directory(PACKAGE), "config", f"{robot}.yaml")
-    use_sim_time = LaunchConfiguration("use_sim_time").perform(context).lower() == "true"
-    gait = LaunchConfiguration("gait").perform(context).lower() == "true"
-    common = [params_file, {"robot": robot, "use_sim_time": use_sim_time}]
-    return [
-        Node(package=PACKAGE, executable="state_estimator", name="state_estimator", output="screen",
-             parameters=common + [{"stance_topic": "/whole_body_controller/cycle" if gait else ""}]),
-        Node(package=PACKAGE, executable="whole_body_controller", name="whole_body_controller", output="screen",
-             parameters=common + [{"gait": gait}]),
-        Node(package=PACKAGE, executable="morphology_manager", name="morphology_manager", output="screen",
-             parameters=common + [{"detector": gait}]),
-        Node(package="robot_state_publisher", executable="robot_state_publisher", name="robot_state_publisher",
-             output="screen",
-             parameters=[{"robot_description": robot_description(robot), "use_sim_time": use_sim_time}],
-             remappings=[("joint_states", "/state_estimator/joint_states_full")]),
-    ]
+    """The nodes of ``launch_graph.bringup`` (the one list the test harness starts too)."""
+    arg = lambda name: LaunchConfiguration(name).perform(context)   # noqa: E731
+    robot = arg("robot")
+    share = get_package_share_directory(launch_graph.PACKAGE)
+    graph = launch_graph.bringup(robot, launch_graph.params_file(share, robot, arg("params_file")),
+                                 use_sim_time=arg("use_sim_time").lower() == "true",
+                                 gait=arg("gait").lower() == "true")
+    return [launch_graph.to_launch_ros(node, Node) for node in graph]
 
 
 def generate_launch_description():

@@ -12,19 +12,26 @@ import os
 
 from ament_index_python.packages import get_package_share_directory
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, IncludeLaunchDescription
-from launch.conditions import IfCondition
+from launch.actions import DeclareLaunchArgument, IncludeLaunchDescription, OpaqueFunction
 from launch.launch_description_sources import PythonLaunchDescriptionSource
-from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
+from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
-PACKAGE = "hybrid_dynamics"
+from hybrid_dynamics.ros import launch_graph
+
+
+def nodes(context):
+    """The plant of ``launch_graph.simulator`` and, with ``rviz:=true``, rviz2."""
+    arg = lambda name: LaunchConfiguration(name).perform(context)   # noqa: E731
+    graph = [launch_graph.simulator(arg("robot"))]
+    if arg("rviz").lower() == "true":
+        graph.append(launch_graph.rviz(get_package_share_directory(launch_graph.PACKAGE),
+                                       use_sim_time=arg("use_sim_time").lower() == "true"))
+    return [launch_graph.to_launch_ros(node, Node) for node in graph]
 
 
 def generate_launch_description():
-    share = get_package_share_directory(PACKAGE)
-    robot = LaunchConfiguration("robot")
-    use_sim_time = LaunchConfiguration("use_sim_time")
+    share = get_package_share_directory(launch_graph.PACKAGE)
     return LaunchDescription([
         DeclareLaunchArgument("robot", default_value="jethexa"),
         DeclareLaunchArgument("params_file", default_value=""),
@@ -33,12 +40,7 @@ def generate_launch_description():
         DeclareLaunchArgument("gait", default_value="true"),
         IncludeLaunchDescription(
             PythonLaunchDescriptionSource(os.path.join(share, "launch", "bringup.launch.py")),
-            launch_arguments={"robot": robot, "params_file": LaunchConfiguration("params_file"),
-                              "use_sim_time": use_sim_time, "gait": LaunchConfiguration("gait")}.items()),
-        Node(package=PACKAGE, executable="mujoco_sim", name="mujoco_sim", output="screen",
-             parameters=[{"robot": robot, "settle": 0.3}]),
-        Node(package="rviz2", executable="rviz2", name="rviz2", output="screen",
-             arguments=["-d", PathJoinSubstitution([share, "config", "hybrid_dynamics.rviz"])],
-             parameters=[{"use_sim_time": use_sim_time}],
-             condition=IfCondition(LaunchConfiguration("rviz"))),
+            launch_arguments={name: LaunchConfiguration(name)
+                              for name in ("robot", "params_file", "use_sim_time", "gait")}.items()),
+        OpaqueFunction(function=nodes),
     ])

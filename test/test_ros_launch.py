@@ -108,10 +108,41 @@ def test_sim_includes_bringup_plus_simulator_and_rviz(fake_launch):
     includes = [e for e in desc if isinstance(e, tuple) and e[0] == "include"]
     assert includes and Path(includes[0][1]).name == "bringup.launch.py" and Path(includes[0][1]).is_file()
     assert includes[0][2]["gait"].name == "gait" and LaunchConfiguration.defaults["gait"] == "true"
+    assert set(includes[0][2]) == {"robot", "params_file", "use_sim_time", "gait"}
+    opaque = [e for e in desc if isinstance(e, tuple) and e[0] == "opaque"]
+    opaque[0][1]({"robot": "jethexa"})
     execs = {n["executable"] for n in fake_launch}
     assert {"mujoco_sim", "rviz2"} <= execs
     rviz = next(n for n in fake_launch if n["executable"] == "rviz2")
-    assert Path(*rviz["arguments"][1]).is_file()
+    assert rviz["arguments"][0] == "-d" and Path(rviz["arguments"][1]).is_file()
+    fake_launch.clear()
+    opaque[0][1]({"robot": "jethexa", "rviz": "false"})
+    assert {n["executable"] for n in fake_launch} == {"mujoco_sim"}
+
+
+def test_launch_files_start_what_the_harness_starts(fake_launch):
+    """The launch files and the process-per-node harness read one list (ros/launch_graph.py):
+    the launch_ros Nodes are those records, field for field."""
+    from hybrid_dynamics.ros import launch_graph
+    desc = runpy.run_path(str(REPO / "launch" / "bringup.launch.py"))["generate_launch_description"]()
+    opaque = next(e for e in desc if isinstance(e, tuple) and e[0] == "opaque")
+    opaque[1]({"robot": "solo12", "gait": "true", "use_sim_time": "true"})
+    expected = launch_graph.bringup("solo12", str(REPO / "config" / "solo12.yaml"), use_sim_time=True, gait=True)
+    got = [launch_graph.NodeLaunch(n["package"], n["executable"], n["name"], tuple(n["parameters"]),
+                                   tuple(n["remappings"]), tuple(n["arguments"])) for n in fake_launch]
+    assert got == expected and len(got) == 4
+
+
+def test_command_line_is_what_launch_ros_runs(tmp_path):
+    """``--ros-args -r __node:=NAME``, a --params-file per file and per mapping (a /** file,
+    as launch_ros writes it), remappings last."""
+    from hybrid_dynamics.ros import launch_graph
+    node = launch_graph.NodeLaunch("pkg", "exe", "name", ("/a.yaml", {"x": 1.5, "flag": True}),
+                                   remappings=(("joint_states", "/other"),), arguments=("-d", "f"))
+    cmd = launch_graph.command_line(node, "/prefix/lib/pkg/exe", str(tmp_path))
+    assert cmd[:7] == ["/prefix/lib/pkg/exe", "-d", "f", "--ros-args", "-r", "__node:=name", "--params-file"]
+    assert cmd[7] == "/a.yaml" and cmd[8] == "--params-file" and cmd[-2:] == ["-r", "joint_states:=/other"]
+    assert yaml.safe_load(Path(cmd[9]).read_text()) == {"/**": {"ros__parameters": {"x": 1.5, "flag": True}}}
 
 
 def test_rviz_config_shows_model_markers_odometry():

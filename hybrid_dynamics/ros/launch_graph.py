@@ -1,0 +1,104 @@
+"""The nodes each launch file starts: one source for ``launch/*.launch.py`` and the
+process-per-node test harness (``test/process_graph.py``).
+
+``launch`` and ``launch_ros`` are not on PyPI, so the tests cannot run the launch files
+themselves; instead both read this module: the launch files turn each :class:`NodeLaunch`
+into a ``launch_ros.actions.Node`` (:func:`to_launch_ros`), the harness into the command line
+``ros2 launch`` runs for it (:func:`command_line`, as ``launch_ros`` builds it: the installed
+executable, ``--ros-args -r __node:=NAME``, one ``--params-file`` per parameter file or
+mapping, ``-r FROM:=TO`` per remapping). No rclpy here: the launch files import it before
+any node runs.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass, field
+from typing import Dict, List, Tuple, Union
+
+import yaml
+
+from ..model.robot import load_robot
+
+PACKAGE = "hybrid_dynamics"
+Parameters = Union[str, Dict[str, object]]        # a parameter file, or a mapping name -> value
+
+
+@dataclass(frozen=True)
+class NodeLaunch:
+    """One node of a launch file, as ``launch_ros.actions.Node`` takes it."""
+    package: str
+    executable: str
+    name: str
+    parameters: Tuple[Parameters, ...] = ()
+    remappings: Tuple[Tuple[str, str], ...] = ()
+    arguments: Tuple[str, ...] = ()
+    output: str = field(default="screen", compare=False)
+
+
+def params_file(share: str, robot: str, override: str = "") -> str:
+    """The parameter file the nodes get: ``override``, else ``share/config/<robot>.yaml``."""
+    return override or os.path.join(share, "config", f"{robot}.yaml")
+
+
+def robot_description(robot: str) -> str:
+    """The URDF text of a built-in robot (its manifest resolves example-robot-data paths)."""
+    with open(load_robot(robot).urdf) as f:
+        return f.read()
+
+
+def bringup(robot: str, parameter_file: str, use_sim_time: bool, gait: bool,
+            with_description: bool = True) -> List[NodeLaunch]:
+    """bringup.launch.py: estimator, controller, morphology manager, robot_state_publisher.
+    ``gait``: the controller walks at /cmd_vel, the estimator takes the stance it plans and
+    the morphology manager runs the damage detector on it. ``with_description`` False leaves
+    robot_state_publisher out (it is not a Python package: the harness cannot start it)."""
+    common = (parameter_file, {"robot": robot, "use_sim_time": use_sim_time})
+    nodes = [
+        NodeLaunch(PACKAGE, "state_estimator", "state_estimator",
+                   common + ({"stance_topic": "/whole_body_controller/cycle" if gait else ""},)),
+        NodeLaunch(PACKAGE, "whole_body_controller", "whole_body_controller", common + ({"gait": gait},)),
+        NodeLaunch(PACKAGE, "morphology_manager", "morphology_manager", common + ({"detector": gait},)),
+    ]
+    if with_description:
+        nodes.append(NodeLaunch("robot_state_publisher", "robot_state_publisher", "robot_state_publisher",
+                                ({"robot_description": robot_description(robot), "use_sim_time": use_sim_time},),
+                                remappings=(("joint_states", "/state_estimator/joint_states_full"),)))
+    return nodes
+
+
+def simulator(robot: str) -> NodeLaunch:
+    """sim.launch.py's MuJoCo plant (wall-clock paced, publishes /clock)."""
+    return NodeLaunch(PACKAGE, "mujoco_sim", "mujoco_sim", ({"robot": robot, "settle": 0.3},))
+
+
+def rviz(share: str, use_sim_time: bool) -> NodeLaunch:
+    return NodeLaunch("rviz2", "rviz2", "rviz2", ({"use_sim_time": use_sim_time},),
+                      arguments=("-d", os.path.join(share, "config", "hybrid_dynamics.rviz")))
+
+
+def to_launch_ros(node: NodeLaunch, node_class):
+    """``node`` as a ``launch_ros.actions.Node`` (``node_class``)."""
+    return node_class(package=node.package, executable=node.executable, name=node.name, output=node.output,
+                      parameters=list(node.parameters), remappings=list(node.remappings),
+                      arguments=list(node.arguments))
+
+
+def command_line(node: NodeLaunch, executable: str, scratch: str) -> List[str]:
+    """The command ``ros2 launch`` runs for ``node`` (launch_ros's ``Node``): ``executable``
+    (``<prefix>/lib/<package>/<executable>``), the arguments, then ``--ros-args -r
+    __node:=NAME``, each parameter file, each mapping written to a ``/**`` parameter file
+    in ``scratch`` (as launch_ros does), and the remappings."""
+    cmd = [executable, *node.arguments, "--ros-args", "-r", f"__node:={node.name}"]
+    for entry in node.parameters:
+        if isinstance(entry, str):
+            cmd += ["--params-file", entry]
+            continue
+        with tempfile.NamedTemporaryFile("w", prefix="launch_params_", suffix=".yaml", dir=scratch,
+                                         delete=False) as f:
+            yaml.safe_dump({"/**": {"ros__parameters": dict(entry)}}, f)
+        cmd += ["--params-file", f.name]
+    for src, dst in node.remappings:
+        cmd += ["-r", f"{src}:={dst}"]
+    return cmd
+
