@@ -78,3 +78,62 @@ def test_no_false_detection_over_60_s_of_healthy_walking(tmp_path):
     tested = tested[np.isfinite(tested)]
     assert len(tested) > 0.5 * len(run.log.statistic)       # most cycles are tested
     assert tested.max() < 0.5 * run.detector.config.threshold
+
+
+def _standing_run(robot, det, skip=(), seconds=2.5):
+    """A PD-held standing plant swaying (joint targets on a 2 Hz sine from 1 s on),
+    the detector called every 5 ms except within ``skip`` (a late or dropped message)."""
+    plant = Plant(robot)
+    stats = []
+    for k in range(int(seconds / plant.timestep)):
+        q, v = plant.q(), plant.v()
+        _, _, _, effort = plant.joint_states()
+        t = plant.time
+        if k % 5 == 0 and not (skip and skip[0] <= t < skip[1]):
+            det.update(t, q, v, effort)
+            stats.append((t, det.statistic, det.testing))
+        target = robot.q_stand[7:] + (0.03 * np.sin(4 * np.pi * (t - 1.0)) if t >= 1.0 else 0.0)
+        plant.set_torques(50.0 * (target - q[7:]) - 0.3 * v[6:])
+        plant.step()
+    return np.array(stats)
+
+
+def test_an_interval_longer_than_max_gap_is_held_not_integrated(robot):
+    """A 200 ms hole in the calls while the torques change: integrated as if the last torque
+    had held (max_gap infinite), the residual jumps past the threshold; held over, it is the
+    residual of the run without the hole (the reference), and nothing is decided for
+    ``resync`` after it."""
+    hole = (1.40, 1.60)
+    reference = _standing_run(robot, DamageDetector(robot), seconds=1.75)
+    naive = _standing_run(robot, DamageDetector(robot, {"max_gap": 1e9}), skip=hole, seconds=1.75)
+    det = DamageDetector(robot)
+    held = _standing_run(robot, det, skip=hole, seconds=1.75)
+    after = lambda s: s[s[:, 0] >= hole[1], 1]          # noqa: E731
+    assert after(naive).max() > det.config.threshold > 2 * after(reference).max()
+    assert abs(after(held).max() - after(reference).max()) < 0.05 * after(reference).max()
+    assert det.gaps == 1 and det.detections == []
+    resync = (held[:, 0] >= hole[1]) & (held[:, 0] < hole[1] + det.config.resync - 0.01)
+    assert resync.any() and not held[resync, 2].any()
+
+
+def test_nothing_is_decided_before_the_startup_grace_and_convergence(robot):
+    det = DamageDetector(robot)
+    stats = _standing_run(robot, det, seconds=1.6)
+    early = stats[:, 0] < det.config.startup_grace
+    assert early.any() and not stats[early, 2].any()
+    assert stats[~early, 2].any() and det.converged
+
+
+def test_a_detection_carries_its_evidence(tmp_path):
+    run = ScenarioRun(load_scenario("hexapod_damage_s1"), tmp_path, duration=4.0, undeclared=True,
+                      progress=False, bag=False, plots=False)
+    run.run()
+    found = run.detector.detections
+    assert {d.leg for d in found} == {"leg3", "leg4"}
+    cfg = run.detector.config
+    for d in found:
+        e = d.evidence()
+        assert e["test"] in ("base wrench |e|", "swing-leg joint residual")
+        assert e["threshold"] == (cfg.threshold if e["test"] == "base wrench |e|" else cfg.swing_threshold)
+        assert e["residual"] > e["threshold"] and e["samples"] >= cfg.min_samples
+        assert e["above_for_s"] >= cfg.persistence - 1e-9 and e["onset"] >= 3.0

@@ -43,9 +43,23 @@ the leg's joints that stopped moving while the leg was commanded are the frozen 
 trailing joints ``j..n`` mean links ``j..n`` are lost (``j = 1``: the whole leg); a single
 frozen joint with moving joints below it is a locked joint. (On the real robot a lost link
 takes its servo with it; the plant freezes the encoders of lost joints, see sim/plant.py.)
+
+**Deciding on time-consistent inputs only.** The observer integrates ``tau`` over the
+interval since the previous call, so every call must carry the state, the torques and the
+planned stance *of one instant*, and the calls must follow each other closely (the node
+pairs them by stamp: ros/detector_inputs.py). An interval longer than ``max_gap`` (a dropped
+or late message) is not integrated: the observer holds its residual across it, the evidence
+gathered so far is discarded and nothing is decided for ``resync``. Nothing is decided for
+``startup_grace`` after the first call either, nor until ``|e|`` has then stayed under half
+the threshold for ``converged_for`` (the base estimate has converged). A test convicts only
+after ``persistence`` seconds *and* ``min_samples`` consecutive calls above its threshold
+(the confirmation window), so one late or coarse sample never decides. Each detection carries
+its evidence (:meth:`Detection.evidence`: which test, the residual and its threshold, since
+when and over how many calls).
 """
 from __future__ import annotations
 
+import itertools
 from collections import deque
 from dataclasses import dataclass
 from typing import Deque, Dict, List, Mapping, Optional, Tuple
@@ -56,27 +70,38 @@ import pinocchio as pin
 from ..errors import reject_unknown_settings
 from ..model.morphology import Morphology, MorphologyMap
 
+BASE_TEST = "base wrench |e|"                  # the whole-robot test (N, moments / moment_arm)
+SWING_TEST = "swing-leg joint residual"        # the swing-leg joint test (N m)
+
 
 @dataclass
 class DamageDetectorConfig:
     gain: float = 40.0                 # 1/s, observer bandwidth K
     threshold: float = 5.0             # N (moments divided by moment_arm), on |e|
     moment_arm: float = 0.1            # m, weights the moment rows of e
-    persistence: float = 0.05          # s above threshold before a detection
+    persistence: float = 0.05          # s above threshold before a detection (confirmation window)
+    min_samples: int = 3               # consecutive calls above threshold before a detection
     switch_holdoff: float = 0.1        # s after a planned touchdown or lift-off without testing
     max_legs: int = 2                  # legs blamed at once (two lost together, as in S1)
     explain_ratio: float = 0.6         # the blamed leg must remove this fraction of |e| at least
+    explain_ratio_with_swing: float = 0.4   # the same, with the legs the swing test convicted
     classify_window: float = 0.1       # s of encoder history to find frozen joints (at most)
     frozen_span: float = 0.04          # s of encoder history since the onset needed (at least)
+    frozen_samples: int = 5            # encoder samples since the onset needed (at least)
     frozen_speed: float = 0.02         # rad/s: a joint slower than this over the window is frozen
     holdoff: float = 0.3               # s after a morphology change before testing again
     swing_threshold: float = 0.01      # N m, joint residual of a leg in planned swing (healthy < 2e-3)
+    max_gap: float = 0.03              # s: a longer interval between calls is not integrated
+    resync: float = 0.1                # s without decisions after such a gap
+    startup_grace: float = 1.0         # s after the first call without decisions
+    converged_for: float = 0.2         # s of |e| < threshold / 2 before the first decision
 
     @classmethod
     def from_dict(cls, data: Optional[Mapping] = None) -> "DamageDetectorConfig":
         data = dict(data or {})
         reject_unknown_settings(cls, data, "damage detector", "damage_detector")
-        return cls(**{k: (int(v) if k == "max_legs" else float(v)) for k, v in data.items()})
+        counts = ("max_legs", "min_samples", "frozen_samples")
+        return cls(**{k: (int(v) if k in counts else float(v)) for k, v in data.items()})
 
 
 @dataclass
@@ -87,8 +112,11 @@ class Detection:
     first_link: int = 1           # removed: first lost link (1 = whole leg)
     joint: Optional[str] = None   # locked: the joint
     angle: float = 0.0            # locked: its angle
-    statistic: float = 0.0        # |e| at detection
-    onset: float = 0.0            # when |e| first crossed the threshold
+    statistic: float = 0.0        # the residual of the deciding test at detection
+    onset: float = 0.0            # when it first crossed the threshold
+    test: str = BASE_TEST         # which test decided
+    threshold: float = 0.0        # that test's threshold
+    samples: int = 0              # consecutive calls above the threshold
 
     def apply(self, morphology: Morphology) -> Morphology:
         if self.kind == "locked":
@@ -102,6 +130,13 @@ class Detection:
             return f"{self.leg} lost"
         return f"{self.leg} lost links {self.first_link}.."
 
+    def evidence(self) -> Dict[str, object]:
+        """What convicted the leg: the test, its residual against its threshold, for how long."""
+        return {"t": round(self.t, 4), "leg": self.leg, "what": self.describe(), "test": self.test,
+                "residual": round(self.statistic, 4), "threshold": self.threshold,
+                "onset": round(self.onset, 4), "above_for_s": round(self.t - self.onset, 4),
+                "samples": self.samples}
+
 
 class DamageDetector:
     """Momentum-residual damage detector; call :meth:`update` once per control cycle."""
@@ -112,6 +147,10 @@ class DamageDetector:
         self.statistic = 0.0
         self.history: Deque[Tuple[float, np.ndarray, np.ndarray]] = deque()
         self.detections: List[Detection] = []
+        self.started: Optional[float] = None       # time of the first call
+        self.calm_since: Optional[float] = None    # |e| under half the threshold since then
+        self.converged = False
+        self.gaps = 0                              # intervals longer than max_gap, not integrated
         self.set_morphology(Morphology.healthy(robot), None)
 
     # ------------------------------------------------------------------ morphology
@@ -139,55 +178,89 @@ class DamageDetector:
         self.integral = None
         self.t_prev = None
         self.quiet_until = -np.inf if t is None else t + self.config.holdoff
-        self.above_since: Optional[float] = None
         self.e = np.zeros(6)
         self._stance_prev = None
         self.testing = False
-        self.swing_above: Dict[str, float] = {}
         self.swing_statistic = 0.0
+        self._forget_evidence()
+
+    def _forget_evidence(self) -> None:
+        self.above_since: Optional[float] = None
+        self.above_samples = 0
+        self.swing_above: Dict[str, Tuple[float, int]] = {}      # leg -> (since, calls)
 
     # ------------------------------------------------------------------ the cycle
     def update(self, t: float, q: np.ndarray, v: np.ndarray, tau: np.ndarray,
                stance: Optional[Mapping[str, bool]] = None) -> List[Detection]:
         """``q``, ``v`` healthy-size (Pinocchio conventions), ``tau`` the torques of every 1-DoF
-        joint (healthy size, Pinocchio order) *applied since the previous call* (the effort
-        field of the joint states); ``stance`` the planned contact flags (frame -> bool): for
+        joint (healthy size, Pinocchio order) *applied since the previous call* (their mean
+        over the interval), ``stance`` the planned contact flags (frame -> bool) at ``t``: for
         ``switch_holdoff`` after any of them changes nothing is tested (the base velocity
         estimate jumps at contact switches, and so does the residual). Returns the legs
         detected in this cycle (usually none)."""
-        cfg = self.config
-        m, d, vi = self.model, self.data, self.vi
         qf = self.map.expand_q(self.map.reduce_q(q))
         vf = self.map.expand_v(self.map.reduce_v(v))
+        self._observe(t, qf, vf, tau)
+        self._record(t, q, tau)
+        self._note_stance(t, stance)
+        contributions = self._base_wrench(qf)
+        self._track_convergence(t)
+        self.testing = self.converged and t >= self.quiet_until
+        if not self.testing:
+            self._forget_evidence()
+            return []
+        swung = self._swing_test(t, stance)
+        base = self._base_test(t, contributions, swung)
+        if base is None:
+            return []             # the whole-robot test is deciding: swing-test legs wait for it
+        return self._found(swung + base)
+
+    def _observe(self, t: float, qf: np.ndarray, vf: np.ndarray, tau: np.ndarray) -> None:
+        """One step of the momentum observer ``r`` (module docstring); an interval longer
+        than ``max_gap`` is held over, not integrated."""
+        cfg, m, d, vi = self.config, self.model, self.data, self.vi
         M = pin.crba(m, d, qf)
         M = np.triu(M) + np.triu(M, 1).T
         C = pin.computeCoriolisMatrix(m, d, qf, vf)
         g = pin.computeGeneralizedGravity(m, d, qf)
-        tau_full = np.zeros(m.nv)
-        tau_full[6:] = tau
-        Mr = M[np.ix_(vi, vi)]
         vr = vf[vi]
-        p = Mr @ vr
+        p = M[np.ix_(vi, vi)] @ vr
         h = C[np.ix_(vi, vi)].T @ vr - g[vi]
+        if self.started is None:
+            self.started = t
         if self.integral is None:
             self.integral = p.copy()
-            self.t_prev = t
-            self.h_prev = h
+            self.t_prev, self.h_prev = t, h
         dt = max(t - self.t_prev, 0.0)
         self.t_prev = t
-        # tau was applied since the previous call (zero-order hold); the state terms are
-        # integrated with the trapezoidal rule
+        if dt > cfg.max_gap:
+            # the torques and states in between are unknown: keep r, restart the integral
+            # from here (r = K (p - integral) unchanged) and decide nothing for a while
+            self.gaps += 1
+            self.integral = p - self.r / cfg.gain
+            self.h_prev = h
+            self.quiet_until = max(self.quiet_until, t + cfg.resync)
+            return
+        tau_full = np.zeros(m.nv)
+        tau_full[6:] = tau
+        # tau was applied over the interval (its mean); the state terms are integrated with
+        # the trapezoidal rule
         self.integral += (tau_full[vi] + 0.5 * (h + self.h_prev) + self.r) * dt
         self.h_prev = h
         self.r = cfg.gain * (p - self.integral)
-        self._record(t, q, tau)
-        if stance is not None:
-            flags = tuple(sorted(stance.items()))
-            if self._stance_prev is not None and flags != self._stance_prev:
-                self.quiet_until = max(self.quiet_until, t + cfg.switch_holdoff)
-            self._stance_prev = flags
 
-        # per-leg forces and the base consistency wrench
+    def _note_stance(self, t: float, stance: Optional[Mapping[str, bool]]) -> None:
+        if stance is None:
+            return
+        flags = tuple(sorted(stance.items()))
+        if self._stance_prev is not None and flags != self._stance_prev:
+            self.quiet_until = max(self.quiet_until, t + self.config.switch_holdoff)
+        self._stance_prev = flags
+
+    def _base_wrench(self, qf: np.ndarray) -> Dict[str, np.ndarray]:
+        """Each leg's foot force from its joint rows of ``r``, its base wrench, and ``e``
+        (the base rows minus those wrenches, ``self.e``, norm ``self.statistic``)."""
+        m, d = self.model, self.data
         pin.computeJointJacobians(m, d, qf)
         pin.updateFramePlacements(m, d)
         e = self.r[:6].copy()
@@ -202,56 +275,86 @@ class DamageDetector:
             wrench = J[:, :6].T @ f
             contributions[name] = wrench
             e -= wrench
-        w = np.array([1, 1, 1, 1 / cfg.moment_arm, 1 / cfg.moment_arm, 1 / cfg.moment_arm])
         self.e = e
-        self.statistic = float(np.linalg.norm(w * e))
-        self.testing = t >= self.quiet_until
-        swung = self._swing_test(t, stance) if self.testing else []
-        # legs found by the swing test are joined by those the whole-robot test blames in the
-        # same cycle (S1: one leg lost in swing, one in stance, declared together)
-        if not self.testing or self.statistic < cfg.threshold:
-            self.above_since = None
-            return self._found(swung)
+        self.statistic = float(np.linalg.norm(self._weights() * e))
+        return contributions
+
+    def _weights(self) -> np.ndarray:
+        arm = self.config.moment_arm
+        return np.array([1, 1, 1, 1 / arm, 1 / arm, 1 / arm])
+
+    def _track_convergence(self, t: float) -> None:
+        """Converged: ``startup_grace`` after the first call, once ``|e|`` has stayed under
+        half the threshold for ``converged_for`` (once converged, for good)."""
+        cfg = self.config
+        if self.converged:
+            return
+        if self.statistic >= 0.5 * cfg.threshold:
+            self.calm_since = None
+            return
+        if self.calm_since is None:
+            self.calm_since = t
+        self.converged = t - self.started >= cfg.startup_grace and t - self.calm_since >= cfg.converged_for
+
+    def _base_test(self, t: float, contributions: Dict[str, np.ndarray],
+                   swung: List[Detection]) -> Optional[List[Detection]]:
+        """The whole-robot test: ``|e|`` above the threshold through the confirmation window,
+        explained by the fewest legs (with those the swing test found in this call: S1, one
+        leg lost in swing, one in stance, declared together). None: ``|e|`` is above the
+        threshold but not yet confirmed or explained."""
+        cfg = self.config
+        if self.statistic < cfg.threshold:
+            self.above_since, self.above_samples = None, 0
+            return []
         if self.above_since is None:
             self.above_since = t
-        if t - self.above_since < cfg.persistence:
-            return []             # the whole-robot test decides: a swing-test leg waits for it
-        # the fewest legs whose inferred forces explain e (one leg, else two, ...)
-        import itertools
-        limit = (1.0 - cfg.explain_ratio) * self.statistic
-        names = list(contributions)
-        blamed = None
-        for size in range(1, int(cfg.max_legs) + 1):
+        self.above_samples += 1
+        if t - self.above_since < cfg.persistence or self.above_samples < cfg.min_samples:
+            return None
+        blamed = self._blame(contributions, {d.leg for d in swung})
+        if blamed is None:
+            return None           # |e| is large but not explained yet: keep gathering evidence
+        since = min([self.above_since] + [d.onset for d in swung])
+        if self.history[-1][0] - max(self.history[0][0], since) < cfg.frozen_span:
+            return []             # the encoders since the onset decide: wait for them
+        found = []
+        for leg in blamed:
+            detection = self._classify(t, leg, since)
+            detection.statistic, detection.onset = self.statistic, self.above_since
+            detection.test, detection.threshold, detection.samples = BASE_TEST, cfg.threshold, self.above_samples
+            found.append(detection)
+        return found
+
+    def _blame(self, contributions: Dict[str, np.ndarray], already: set) -> Optional[List[str]]:
+        """The fewest legs (up to ``max_legs``, with every leg of ``already``: those the
+        swing test convicted) whose inferred forces, removed from the sum, leave at most
+        ``1 - explain_ratio`` of ``|e|`` (``1 - explain_ratio_with_swing`` with such legs: their
+        frozen encoders are evidence already); None if no such set. Returns the legs not in
+        ``already``."""
+        cfg, w, e = self.config, self._weights(), self.e
+        ratio = cfg.explain_ratio_with_swing if already else cfg.explain_ratio
+        limit = (1.0 - ratio) * self.statistic
+        others = [k for k in contributions if k not in already]
+        base = e + sum((contributions[k] for k in already if k in contributions), np.zeros(6))
+        for size in range(0 if already else 1, int(cfg.max_legs) - len(already) + 1):
             best, best_norm = None, np.inf
-            for subset in itertools.combinations(names, size):
-                n = float(np.linalg.norm(w * (e + sum(contributions[k] for k in subset))))
+            for subset in itertools.combinations(others, size):
+                n = float(np.linalg.norm(w * (base + sum((contributions[k] for k in subset), np.zeros(6)))))
                 if n < best_norm:
                     best, best_norm = subset, n
             if best is not None and best_norm <= limit:
-                blamed = [k for k in best if k not in {d.leg for d in swung}]
-                break
-        if blamed is None:
-            return []             # |e| is large but not explained yet: keep gathering evidence
-        since = min([self.above_since] + [d.onset for d in swung])
-        if self.history[-1][0] - max(self.history[0][0], since) < cfg.frozen_span:
-            return self._found(swung)     # the encoders since the onset decide: wait for them
-        found = list(swung)
-        for leg in blamed:
-            detection = self._classify(t, leg, since)
-            detection.statistic = self.statistic
-            detection.onset = self.above_since
-            found.append(detection)
-        return self._found(found)
+                return list(best)
+        return None
 
     def _found(self, found: List[Detection]) -> List[Detection]:
         if found:
-            self.above_since = None
+            self._forget_evidence()
             self.detections.extend(found)
         return found
 
     def _swing_test(self, t: float, stance: Optional[Mapping[str, bool]]) -> List[Detection]:
-        """Legs in planned swing whose joint residual shows a constraint torque and whose
-        encoders show a frozen joint (see the module docstring)."""
+        """Legs in planned swing whose joint residual shows a constraint torque through the
+        confirmation window and whose encoders show a frozen joint (module docstring)."""
         cfg = self.config
         worst = 0.0
         found = []
@@ -260,8 +363,7 @@ class DamageDetector:
             self.swing_statistic = 0.0
             return found
         for name, _, _, rows in self.legs:
-            frame = self.leg_frame[name]
-            if stance.get(frame, True):
+            if stance.get(self.leg_frame[name], True):
                 self.swing_above.pop(name, None)
                 continue
             level = float(np.abs(self.r[rows]).max())
@@ -269,15 +371,17 @@ class DamageDetector:
             if level < cfg.swing_threshold:
                 self.swing_above.pop(name, None)
                 continue
-            since = self.swing_above.setdefault(name, t)
-            if t - since < cfg.persistence or not any(self._frozen(name, since)):
+            since, calls = self.swing_above.get(name, (t, 0))
+            self.swing_above[name] = (since, calls + 1)
+            if t - since < cfg.persistence or calls + 1 < cfg.min_samples or not any(self._frozen(name, since)):
                 continue
             detection = self._classify(t, name, since)
-            detection.statistic = level
-            detection.onset = since
+            detection.statistic, detection.onset = level, since
+            detection.test, detection.threshold, detection.samples = SWING_TEST, cfg.swing_threshold, calls + 1
             found.append(detection)
         self.swing_statistic = worst
         return found
+
 
     # ------------------------------------------------------------------ classification
     def _record(self, t: float, q: np.ndarray, tau: np.ndarray) -> None:
@@ -293,14 +397,12 @@ class DamageDetector:
         leg = next(l for l in self.robot.legs if l.name == leg_name)
         qs = np.array([h[1] for h in self.history if h[0] >= since - 1e-9])
         times = [h[0] for h in self.history if h[0] >= since - 1e-9]
-        if len(qs) < 2:
-            return [False] * len(leg.joints)
-        span = max(times[-1] - times[0], 1e-6)
-        if span < self.config.frozen_span:
-            return [False] * len(leg.joints)      # not enough history yet
-        # range of a 5-sample moving average: encoder noise averages out, a turning joint
-        # still shows its excursion
-        width = min(5, len(qs))
+        span = times[-1] - times[0] if times else 0.0
+        if len(qs) < self.config.frozen_samples or span < self.config.frozen_span:
+            return [False] * len(leg.joints)      # not enough history yet: nothing is frozen
+        # range of a moving average over up to 5 samples, leaving at least frozen_samples
+        # averages: encoder noise averages out, a turning joint still shows its excursion
+        width = max(1, min(5, len(qs) - self.config.frozen_samples + 1))
         kernel = np.ones(width) / width
         frozen = []
         for j in leg.joints:
