@@ -12,7 +12,7 @@ from rclpy.qos import DurabilityPolicy, ReliabilityPolicy
 from sensor_msgs.msg import Imu, JointState
 from std_msgs.msg import Float64MultiArray, String
 
-from hybrid_dynamics.runtime.inputs import sec_to_stamp
+from hybrid_dynamics.runtime.inputs import CYCLE_HEADER, sec_to_stamp
 from hybrid_dynamics.ros.graph import Graph
 from hybrid_dynamics.ros.qos import LATCHED_QOS, STATE_QOS
 from hybrid_dynamics.ros.sources import CommandProbe, StandingSource
@@ -245,7 +245,7 @@ def test_cycle_record_for_subscribers_and_latency_on_diagnostics(graph):
         for _ in range(5):
             assert _step(graph) is not None
         assert graph.spin_until(lambda: len(got) >= 5, timeout=3.0)
-        assert all(len(m.data) == 4 + len(graph.robot.contacts) for m in got)
+        assert all(len(m.data) == CYCLE_HEADER + len(graph.robot.contacts) for m in got)
         assert all(np.all(np.isfinite(m.data)) for m in got)
     finally:
         graph.probe.destroy_subscription(sub)

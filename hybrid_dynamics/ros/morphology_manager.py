@@ -2,10 +2,10 @@
 current morphology, published transient-local."""
 from __future__ import annotations
 
-from collections import deque
-from typing import Dict, List, Optional
+from typing import List, Optional
 
 import numpy as np
+import yaml
 from diagnostic_msgs.msg import DiagnosticStatus
 from nav_msgs.msg import Odometry
 from rcl_interfaces.msg import SetParametersResult
@@ -17,7 +17,8 @@ from ..errors import InputError
 from ..estimation.damage_detector import DamageDetector
 from ..model.damage_events import apply_damage_yaml, morphology_to_yaml
 from ..model.morphology import Morphology, MorphologyMap
-from ..runtime.inputs import JointStateMatcher, stamp_to_sec
+from ..runtime.detector_inputs import DetectorInputs
+from ..runtime.inputs import JointStateMatcher, cycle_stance, stamp_to_sec
 from . import params as P
 from .node_base import BaseNode, spin_node
 from .qos import LATCHED_QOS, QUEUED_SENSOR_QOS, SENSOR_QOS, STATE_QOS
@@ -55,10 +56,7 @@ class MorphologyManagerNode(BaseNode):
         self.detector = None
         if self.p["detector"]:
             self.detector = DamageDetector(self.robot, self.p["damage_detector"])
-            self.efforts: deque = deque(maxlen=64)           # (stamp, healthy-size efforts)
-            self.odom: deque = deque(maxlen=64)              # (stamp, q[:7], v[:6])
-            self.planned: Optional[Dict[str, bool]] = None
-            self.frames = [c.frame for c in self.robot.contacts]
+            self.inputs = DetectorInputs([c.frame for c in self.robot.contacts])
             self.create_subscription(Odometry, self.p["odometry_topic"], self._on_odom, STATE_QOS,
                                      callback_group=self.group)
             self.create_subscription(JointState, self.p["joint_states_full_topic"], self._on_estimate, STATE_QOS,
@@ -67,6 +65,8 @@ class MorphologyManagerNode(BaseNode):
                                      callback_group=self.group)
             # |e| of the observer (NaN while not testing) and the threshold, per estimate
             self.detector_pub = self.create_publisher(Float64MultiArray, "~/detector", STATE_QOS)
+            # one YAML mapping per detection: which test, residual, threshold, since when
+            self.evidence_pub = self.create_publisher(String, "~/detector/evidence", STATE_QOS)
         self.add_on_set_parameters_callback(self._on_params)
         self.create_timer(0.1, self._detect, callback_group=self.group)
         self.create_timer(float(self.p["diagnostics_period"]) * 5, self._on_diag, callback_group=self.group)
@@ -114,33 +114,45 @@ class MorphologyManagerNode(BaseNode):
     # ---------------------------------------------------------------- the detector
     def _on_odom(self, msg: Odometry) -> None:
         p, o, lin, ang = msg.pose.pose.position, msg.pose.pose.orientation, msg.twist.twist.linear, msg.twist.twist.angular
-        self.odom.append((stamp_to_sec(msg.header.stamp), np.array([p.x, p.y, p.z, o.x, o.y, o.z, o.w]),
-                          np.array([lin.x, lin.y, lin.z, ang.x, ang.y, ang.z])))
+        self.inputs.add_base(stamp_to_sec(msg.header.stamp), np.array([p.x, p.y, p.z, o.x, o.y, o.z, o.w]),
+                             np.array([lin.x, lin.y, lin.z, ang.x, ang.y, ang.z]))
+        self._run_detector()
 
     def _on_cycle(self, msg: Float64MultiArray) -> None:
-        flags = msg.data[4:]
-        if len(flags) == len(self.frames):
-            self.planned = {f: bool(x > 0.5) for f, x in zip(self.frames, flags)}
+        record = cycle_stance(msg.data, len(self.inputs.frames))
+        if record is not None:
+            self.inputs.add_stance(*record)
+            self._run_detector()
 
     def _on_estimate(self, msg: JointState) -> None:
-        t = stamp_to_sec(msg.header.stamp)
-        odom = next((o for o in reversed(self.odom) if o[0] == t), None)
-        tau = next((e for s, e in reversed(self.efforts) if s == t), None)
-        if odom is None or tau is None or len(msg.position) != len(self.robot.joint_names):
+        if len(msg.position) != len(self.robot.joint_names) or len(msg.velocity) != len(msg.position):
             return
-        q = np.concatenate([odom[1], np.asarray(msg.position, float)])
-        v = np.concatenate([odom[2], np.asarray(msg.velocity, float)])
-        if not (np.all(np.isfinite(q)) and np.all(np.isfinite(v))):
-            return
-        found = self.detector.update(t, q, v, tau, self.planned)
-        det = self.detector
-        self.detector_pub.publish(Float64MultiArray(data=[det.statistic if det.testing else float("nan"),
-                                                          float(det.config.threshold)]))
-        if not found:
-            return
+        self.inputs.add_joints(stamp_to_sec(msg.header.stamp), np.asarray(msg.position, float),
+                               np.asarray(msg.velocity, float))
+        self._run_detector()
+
+    def _run_detector(self) -> None:
+        """Every estimate now complete (runtime/detector_inputs.py), in stamp order, through
+        the detector."""
+        for sample in self.inputs.ready():
+            if not (np.all(np.isfinite(sample.q)) and np.all(np.isfinite(sample.v))):
+                continue
+            found = self.detector.update(sample.t, sample.q, sample.v, sample.tau, sample.stance)
+            det = self.detector
+            self.detector_pub.publish(Float64MultiArray(data=[det.statistic if det.testing else float("nan"),
+                                                              float(det.config.threshold)]))
+            if found:
+                self._detected(sample.t, found)
+
+    def _detected(self, t: float, found) -> None:
         new = self.morphology
         for detection in found:
             self.detections.append({"t": t, "what": detection.describe(), "onset": detection.onset})
+            evidence = detection.evidence()
+            self.evidence_pub.publish(String(data=yaml.safe_dump(evidence, sort_keys=False)))
+            self.get_logger().info(f"detected {evidence['what']}: {evidence['test']} {evidence['residual']} > "
+                                   f"{evidence['threshold']} for {evidence['above_for_s']} s "
+                                   f"({evidence['samples']} estimates)")
             try:
                 new = detection.apply(new)
             except InputError as err:
@@ -172,7 +184,8 @@ class MorphologyManagerNode(BaseNode):
             tau = np.zeros(len(self.robot.joint_names))
             eff = np.asarray(msg.effort, dtype=float)[src]
             tau[dst] = np.where(np.isfinite(eff), eff, 0.0)
-            self.efforts.append((stamp_to_sec(msg.header.stamp), tau))
+            self.inputs.add_effort(stamp_to_sec(msg.header.stamp), tau)
+            self._run_detector()
 
     def _detect(self) -> None:
         """A leg joint silent (or NaN) for detect_timeout while others report: its links go."""

@@ -105,6 +105,10 @@ def spin_node(cls, args=None) -> int:
         executor.spin()
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
+    except RuntimeError:
+        if rclpy.ok():
+            raise
+        # SIGINT shut the context down while the executor was taking a message: a clean stop
     finally:
         executor.shutdown()
         node.destroy_node()

@@ -215,6 +215,10 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 2
     except KeyboardInterrupt:
         pass
+    except RuntimeError:
+        if rclpy.ok():
+            raise
+        # SIGINT shut the context down while rclpy was taking a message: a clean stop
     finally:
         if node is not None:
             node.destroy_node()

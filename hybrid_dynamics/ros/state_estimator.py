@@ -14,6 +14,7 @@ from sensor_msgs.msg import Imu, JointState
 from std_msgs.msg import Float64MultiArray
 
 from ..model.morphology import Morphology
+from ..runtime.inputs import cycle_stance
 from ..runtime.state import StateCore
 from . import params as P
 from .node_base import BaseNode, spin_node
@@ -67,10 +68,10 @@ class StateEstimatorNode(BaseNode):
             self.fault(out.kind, "IMU " + out.detail)
 
     def _on_planned(self, msg: Float64MultiArray) -> None:
-        """The stance the controller planned (``~/cycle`` layout, flags after 4 numbers)."""
-        flags = msg.data[4:]
-        if len(flags) == len(self.stance_frames):
-            self.core.schedule = {f: bool(x > 0.5) for f, x in zip(self.stance_frames, flags)}
+        """The stance the controller planned (``~/cycle`` layout: runtime/inputs.cycle_stance)."""
+        record = cycle_stance(msg.data, len(self.stance_frames))
+        if record is not None:
+            self.core.schedule = {f: bool(x > 0.5) for f, x in zip(self.stance_frames, record[1])}
 
     def _on_js(self, msg: JointState) -> None:
         now = self.now()

@@ -179,15 +179,16 @@ class WholeBodyControllerNode(BaseNode):
         self.safe_mode = cycle.safe_mode
 
     def _publish_cycle(self, cycle, cycle_time: float) -> None:
-        """``~/cycle``: QP solve ms, cycle ms, fallback, infeasible, then the stance flag the
-        QP used for each contact frame of the robot (1/0), for plots and the detector; built
-        only for a subscriber (the damage detector, the estimator's planned stance, a bag)."""
+        """``~/cycle``: QP solve ms, cycle ms, fallback, infeasible, the stamp of the joint
+        state the cycle used, then the stance flag the QP used for each contact frame of the
+        robot (1/0), for plots and the detector (which pairs it with estimates by stamp);
+        built only for a subscriber (the damage detector, the estimator's planned stance, a bag)."""
         if not self.cycle_pub.get_subscription_count():
             return
         out = cycle.output
         msg = self.cycle_msg
         msg.data = array.array("d", [1e3 * float(out.solve_time), 1e3 * cycle_time, float(bool(out.fallback)),
-                                     float(bool(out.infeasible))] +
+                                     float(bool(out.infeasible)), float(self.state.buffer.stamp)] +
                                [1.0 if cycle.stance.get(f, False) else 0.0 for f in self.cycle_frames])
         self.cycle_pub.publish(msg)
 

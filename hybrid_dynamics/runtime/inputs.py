@@ -53,6 +53,20 @@ def sec_to_stamp(t: float, stamp) -> None:
     stamp.nanosec = min(int(round((t - sec) * 1e9)), 999_999_999)
 
 
+# whole_body_controller/cycle (std_msgs/Float64MultiArray): QP solve ms, cycle ms, fallback,
+# infeasible, the stamp (s) of the joint state the cycle used, then one planned stance flag
+# per contact frame of the robot
+CYCLE_HEADER = 5
+
+
+def cycle_stance(data: Sequence[float], frames: int) -> Optional[Tuple[float, Sequence[float]]]:
+    """(stamp, stance flags) of a ``~/cycle`` record, or None if its length is not that of
+    a record for ``frames`` contact frames."""
+    if len(data) != CYCLE_HEADER + frames:
+        return None
+    return float(data[CYCLE_HEADER - 1]), data[CYCLE_HEADER:]
+
+
 class JointStateMatcher:
     """Name-based matching of JointState messages to a fixed list of joints.
 
