@@ -1,0 +1,227 @@
+"""Process-per-node harness: the nodes of a launch file (``hybrid_dynamics.ros.launch_graph``,
+which the launch files read too) started from a colcon install, each as its own process with
+the command line ``ros2 launch`` runs, watched over DDS from this process, stopped with SIGINT.
+
+Everything is judged in simulated time (``/clock`` of the plant): the machine the tests run on
+is shared, so the wall clock only bounds how long we wait (generously), never what we check.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence
+
+import numpy as np
+import rclpy
+import yaml
+from nav_msgs.msg import Odometry
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from rosgraph_msgs.msg import Clock
+from geometry_msgs.msg import Twist
+from std_msgs.msg import Float64MultiArray, String
+
+from hybrid_dynamics.ros import launch_graph
+
+REPO = Path(__file__).resolve().parent.parent
+LATCHED = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+EVIDENCE = QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE)
+
+
+def colcon_install(workspace: Path) -> Path:
+    """``colcon build`` of this checkout in ``workspace``; returns the package's install prefix."""
+    src = workspace / "src"
+    src.mkdir(parents=True, exist_ok=True)
+    link = src / launch_graph.PACKAGE
+    if not link.exists():
+        link.symlink_to(REPO)
+    subprocess.run([str(Path(sys.executable).parent / "colcon"), "build", "--packages-select", launch_graph.PACKAGE,
+                    "--build-base", str(workspace / "build"), "--install-base", str(workspace / "install"),
+                    "--base-paths", str(src)], cwd=workspace, check=True, capture_output=True, text=True, timeout=600)
+    return workspace / "install" / launch_graph.PACKAGE
+
+
+def install_environment(prefix: Path) -> Dict[str, str]:
+    """What sourcing the install's setup script sets for our package (its Python path first,
+    its prefix on the ament index), on top of this process's environment (ROS domain, DDS
+    on loopback, one BLAS thread: test/conftest.py)."""
+    env = dict(os.environ)
+    site = next((prefix / "lib").glob("python3*/site-packages"))
+    env["PYTHONPATH"] = os.pathsep.join([str(site)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    env["AMENT_PREFIX_PATH"] = os.pathsep.join([str(prefix)] + [p for p in env.get("AMENT_PREFIX_PATH", "").split(os.pathsep) if p])
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def sim_graph(prefix: Path, robot: str = "jethexa", gait: bool = True) -> List[launch_graph.NodeLaunch]:
+    """``sim.launch.py robot:=ROBOT rviz:=false gait:=GAIT`` minus robot_state_publisher (a
+    C++ package, not installable here; nothing of ours consumes /tf from it)."""
+    share = str(prefix / "share" / launch_graph.PACKAGE)
+    return launch_graph.bringup(robot, launch_graph.params_file(share, robot), use_sim_time=True, gait=gait,
+                                with_description=False) + [launch_graph.simulator(robot)]
+
+
+class ProcessGraph:
+    """Each node its own process, as ``ros2 launch`` starts it; :meth:`stop` sends SIGINT."""
+
+    def __init__(self, nodes: Sequence[launch_graph.NodeLaunch], prefix: Path, scratch: Path):
+        self.nodes = list(nodes)
+        self.scratch = scratch
+        scratch.mkdir(parents=True, exist_ok=True)
+        env = install_environment(prefix)
+        self.procs: Dict[str, subprocess.Popen] = {}
+        self.logs: Dict[str, Path] = {}
+        for node in self.nodes:
+            exe = prefix / "lib" / node.package / node.executable
+            if not exe.is_file():
+                raise FileNotFoundError(f"{exe}: not in the colcon install")
+            cmd = launch_graph.command_line(node, str(exe), str(scratch))
+            self.logs[node.name] = scratch / f"{node.name}.log"
+            with open(self.logs[node.name], "w") as log:
+                self.procs[node.name] = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
+
+    def running(self) -> Dict[str, Optional[int]]:
+        return {name: p.poll() for name, p in self.procs.items()}
+
+    def stop(self, timeout: float = 30.0) -> Dict[str, int]:
+        """SIGINT to every node (as ``ros2 launch`` on Ctrl-C); returns the exit codes
+        (a node still alive after ``timeout`` is killed and reported as -9)."""
+        for p in self.procs.values():
+            if p.poll() is None:
+                p.send_signal(signal.SIGINT)
+        deadline = time.monotonic() + timeout
+        codes = {}
+        for name, p in self.procs.items():
+            try:
+                codes[name] = p.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+                codes[name] = -9
+        return codes
+
+    def log(self, name: str) -> str:
+        return self.logs[name].read_text()
+
+
+@dataclass
+class Watch:
+    """What the observer saw, in simulated time."""
+    clock: float = -1.0
+    positions: List[tuple] = field(default_factory=list)        # (t, x, y, z) of the true base
+    morphologies: List[dict] = field(default_factory=list)       # (published YAML + 't': clock at receipt)
+    evidence: List[dict] = field(default_factory=list)           # morphology_manager/detector/evidence
+    damaged_at: Optional[float] = None                           # clock when the plant reported damage
+    statistic: List[float] = field(default_factory=list)         # morphology_manager/detector |e| (NaN: not testing)
+    threshold: float = float("nan")
+
+    def detections(self) -> List[dict]:
+        return [m for m in self.morphologies if m.get("source") == "detected"]
+
+    def speed(self, t_from: float, t_to: float) -> float:
+        """Mean forward (x) speed of the true base over [t_from, t_to] (as sim/runner.py's)."""
+        p = np.array([x for x in self.positions if t_from <= x[0] <= t_to])
+        return float((p[-1, 1] - p[0, 1]) / (p[-1, 0] - p[0, 0]))
+
+    def distance(self, t_from: float, t_to: float) -> float:
+        """Straight-line distance of the true base in the horizontal plane over [t_from, t_to]."""
+        p = np.array([x for x in self.positions if t_from <= x[0] <= t_to])
+        if len(p) < 2:
+            raise AssertionError(f"no ground truth between {t_from} and {t_to} s (got {len(self.positions)} samples)")
+        return float(np.linalg.norm(p[-1, 1:3] - p[0, 1:3]))
+
+
+class Observer:
+    """An rclpy node in this process: commands /cmd_vel, injects damage, records what the
+    graph does (ground truth, morphology, detector evidence)."""
+
+    def __init__(self):
+        self.context = rclpy.Context()                 # our own: other tests may hold the default
+        rclpy.init(context=self.context)
+        self.node = rclpy.create_node("process_graph_observer", context=self.context)
+        self.watch = Watch()
+        self.lock = threading.Lock()
+        n = self.node
+        n.create_subscription(Clock, "/clock", self._on_clock, 10)
+        n.create_subscription(Odometry, "/sim/ground_truth/odometry", self._on_truth, 10)
+        n.create_subscription(String, "/morphology_manager/morphology", self._on_morphology, LATCHED)
+        n.create_subscription(String, "/morphology_manager/detector/evidence", self._on_evidence, EVIDENCE)
+        n.create_subscription(String, "/sim/ground_truth/morphology", self._on_plant_damage, LATCHED)
+        n.create_subscription(Float64MultiArray, "/morphology_manager/detector", self._on_statistic, EVIDENCE)
+        self.cmd_pub = n.create_publisher(Twist, "/cmd_vel", 10)
+        self.sim_damage = n.create_publisher(String, "/sim/damage", 10)
+        self.declare_damage = n.create_publisher(String, "/morphology_manager/damage", 10)
+        self.cmd = Twist()
+        n.create_timer(0.1, lambda: self.cmd_pub.publish(self.cmd))
+        self.executor = SingleThreadedExecutor(context=self.context)
+        self.executor.add_node(n)
+        self.extra = []
+        self.thread = threading.Thread(target=self.executor.spin, daemon=True)
+        self.thread.start()
+
+    def _on_clock(self, msg: Clock) -> None:
+        self.watch.clock = msg.clock.sec + 1e-9 * msg.clock.nanosec
+
+    def _on_truth(self, msg: Odometry) -> None:
+        s = msg.header.stamp
+        p = msg.pose.pose.position
+        if len(self.watch.positions) == 0 or s.sec + 1e-9 * s.nanosec - self.watch.positions[-1][0] >= 0.01:
+            self.watch.positions.append((s.sec + 1e-9 * s.nanosec, p.x, p.y, p.z))
+
+    def _on_morphology(self, msg: String) -> None:
+        data = yaml.safe_load(msg.data)
+        data["t"] = self.watch.clock
+        self.watch.morphologies.append(data)
+
+    def _on_plant_damage(self, msg: String) -> None:
+        if self.watch.damaged_at is None:
+            self.watch.damaged_at = self.watch.clock
+
+    def _on_statistic(self, msg: Float64MultiArray) -> None:
+        self.watch.statistic.append(float(msg.data[0]))
+        self.watch.threshold = float(msg.data[1])
+
+    def _on_evidence(self, msg: String) -> None:
+        self.watch.evidence.append(yaml.safe_load(msg.data))
+
+    def wait_until(self, t_sim: float, wall_timeout: float, graph: Optional[ProcessGraph] = None) -> None:
+        """Block until the simulated clock reaches ``t_sim`` (a node that exits fails at once)."""
+        deadline = time.monotonic() + wall_timeout
+        while self.watch.clock < t_sim:
+            if graph is not None:
+                dead = {k: v for k, v in graph.running().items() if v is not None}
+                if dead:
+                    raise AssertionError(f"nodes exited: {dead}\n" + "\n".join(graph.log(k)[-3000:] for k in dead))
+            if time.monotonic() > deadline:
+                raise AssertionError(f"simulated clock at {self.watch.clock:.2f} s after {wall_timeout} s wall, "
+                                     f"waiting for {t_sim} s")
+            time.sleep(0.05)
+
+    def walk(self, vx: float) -> None:
+        self.cmd = Twist()
+        self.cmd.linear.x = float(vx)
+
+    def damage(self, events: str, declared: bool) -> None:
+        self.sim_damage.publish(String(data=events))
+        if declared:
+            self.declare_damage.publish(String(data=events))
+
+    def add(self, node_class, *args, **kwargs):
+        """Host another node (a sensor source, a probe) in the observer's executor."""
+        node = node_class(*args, context=self.context, **kwargs)
+        self.extra.append(node)
+        self.executor.add_node(node)
+        return node
+
+    def close(self) -> None:
+        self.executor.shutdown()
+        self.thread.join(timeout=5.0)
+        for node in self.extra + [self.node]:
+            node.destroy_node()
+        rclpy.try_shutdown(context=self.context)

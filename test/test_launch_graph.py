@@ -1,0 +1,204 @@
+"""The graph as users launch it: each node of sim.launch.py / bringup.launch.py its own
+process, started from a colcon install with the command line ``ros2 launch`` runs
+(test/process_graph.py), over DDS, stopped with SIGINT.
+
+Judged in simulated time against the simulator's ground truth (true base motion, the true
+morphology we injected); the wall clock only bounds the waits. ``make test`` runs 20 s
+versions, ``make test-long`` the 60 s ones."""
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from hybrid_dynamics.model.robot import load_robot
+from hybrid_dynamics.ros import launch_graph
+from hybrid_dynamics.ros.sources import CommandProbe, StandingSource
+from hybrid_dynamics.sim.scenario import load_scenario
+
+from process_graph import Observer, ProcessGraph, colcon_install, sim_graph
+
+SPEED = 0.1              # m/s, /cmd_vel of the walking runs
+START = 0.3              # s of simulated time before commanding (the plant's settle)
+S1 = "[{remove_leg: leg3}, {remove_leg: leg4}]"
+WALL = 40.0              # wall seconds per simulated second we wait at most (a loaded 2-core machine)
+
+
+@pytest.fixture(scope="module")
+def install(tmp_path_factory):
+    return colcon_install(tmp_path_factory.mktemp("colcon"))
+
+
+def run_sim(install, scratch: Path, duration: float, speed: float = 0.0, damage_at: float = None,
+            declared: bool = False):
+    """sim.launch.py rviz:=false, every node its own process; returns (watch, exit codes, graph)."""
+    observer = Observer()
+    graph = ProcessGraph(sim_graph(install), install, scratch)
+    try:
+        observer.wait_until(START, 300.0, graph)           # start-up: imports, model builds, DDS discovery
+        observer.walk(speed)
+        if damage_at is not None:
+            observer.wait_until(damage_at, WALL * damage_at, graph)
+            observer.damage(S1, declared)
+        observer.wait_until(duration, WALL * duration, graph)
+    finally:
+        codes = graph.stop()
+        observer.close()
+    return observer.watch, codes, graph
+
+
+def assert_clean_exit(codes, graph):
+    assert all(c == 0 for c in codes.values()), (codes, {k: graph.log(k)[-2000:] for k in codes})
+
+
+def assert_detector_tested(watch):
+    """Non-vacuous: the detector ran on most estimates and its statistic stayed low."""
+    stat = np.array(watch.statistic)
+    assert len(stat) > 20, "the detector published nothing"
+    tested = stat[np.isfinite(stat)]
+    assert len(tested) > 0.5 * len(stat), f"tested {len(tested)} of {len(stat)}"
+    return tested
+
+
+def check_healthy(watch, duration):
+    assert [m["description"] for m in watch.morphologies] == ["healthy"], watch.morphologies
+    assert watch.detections() == [] and watch.evidence == []
+    tested = assert_detector_tested(watch)
+    assert tested.max() < watch.threshold, tested.max()
+
+
+def check_walked(watch, t_from, t_to, speed):
+    """The true base covered at least 0.9 of the commanded distance (after the planner's ramp)."""
+    moved = watch.distance(t_from, t_to)
+    assert moved >= 0.9 * speed * (t_to - t_from), (moved, speed * (t_to - t_from))
+    return moved
+
+
+def healthy_standing(install, tmp_path, duration):
+    watch, codes, graph = run_sim(install, tmp_path, duration)
+    assert_clean_exit(codes, graph)
+    check_healthy(watch, duration)
+    assert watch.distance(1.0, duration) < 0.05          # stepping in place, not wandering
+
+
+def healthy_walking(install, tmp_path, duration):
+    watch, codes, graph = run_sim(install, tmp_path, duration, speed=SPEED)
+    assert_clean_exit(codes, graph)
+    check_healthy(watch, duration)
+    check_walked(watch, 3.0, duration, SPEED)
+
+
+def test_sim_launch_standing_20_s_no_false_detection(install, tmp_path):
+    healthy_standing(install, tmp_path, 20.0)
+
+
+def test_sim_launch_walking_20_s_no_false_detection(install, tmp_path):
+    healthy_walking(install, tmp_path, 20.0)
+
+
+@pytest.mark.long
+def test_sim_launch_standing_60_s_no_false_detection(install, tmp_path):
+    healthy_standing(install, tmp_path, 60.0)
+
+
+@pytest.mark.long
+def test_sim_launch_walking_60_s_no_false_detection(install, tmp_path):
+    healthy_walking(install, tmp_path, 60.0)
+
+
+def test_sim_launch_s1_declared_keeps_walking(install, tmp_path):
+    watch, codes, graph = run_sim(install, tmp_path, 10.0, speed=SPEED, damage_at=3.0, declared=True)
+    assert_clean_exit(codes, graph)
+    assert [(m.get("source"), m["description"]) for m in watch.morphologies] == [
+        ("initial", "healthy"), ("topic", "leg3 removed; leg4 removed")]
+    assert watch.detections() == []
+    assert watch.distance(5.0, 10.0) > 0.1                # keeps walking on four legs (wave gait)
+
+
+def test_sim_launch_s1_undeclared_detected_with_the_right_legs(install, tmp_path):
+    watch, codes, graph = run_sim(install, tmp_path, 4.5, speed=SPEED, damage_at=3.0)
+    assert_clean_exit(codes, graph)
+    assert len(watch.detections()) >= 1, watch.morphologies
+    first = watch.evidence[0]["t"]
+    legs = {e["leg"] for e in watch.evidence if e["t"] == first}
+    assert legs == {"leg3", "leg4"}, watch.evidence
+    assert 3.0 < first < 3.5, watch.evidence
+    for e in watch.evidence:                              # the evidence says what convicted
+        assert e["residual"] > e["threshold"] and e["above_for_s"] > 0 and e["samples"] >= 3
+
+
+def test_bringup_launch_with_a_standing_source(install, tmp_path):
+    """bringup.launch.py (no gait, no detector): effort commands flow from the separate
+    processes to a standing robot's sensor stand-in, and SIGINT stops every node cleanly."""
+    share = str(install / "share" / launch_graph.PACKAGE)
+    nodes = launch_graph.bringup("jethexa", launch_graph.params_file(share, "jethexa"), use_sim_time=False,
+                                 gait=False, with_description=False)
+    observer = Observer()
+    observer.add(StandingSource, load_robot("jethexa"), rate=250.0)
+    probe = observer.add(CommandProbe)
+    graph = ProcessGraph(nodes, install, tmp_path)
+    try:
+        deadline = time.monotonic() + 300.0
+        while len(probe.commands) < 500 and time.monotonic() < deadline:
+            assert all(c is None for c in graph.running().values()), graph.running()
+            time.sleep(0.2)
+    finally:
+        codes = graph.stop()
+        observer.close()
+    assert_clean_exit(codes, graph)
+    assert len(probe.commands) >= 500
+    cmds = np.array(probe.commands[-100:])
+    assert cmds.shape[1] == 18 and np.all(np.isfinite(cmds))
+    assert np.abs(cmds).max() > 0.1                       # holding the robot up, not idling
+
+
+# ---------------------------------------------------------------------------- the demo table, both graphs
+DEMO = [("hexapod_walk", False), ("hexapod_damage_s1", False), ("hexapod_damage_s1", True),
+        ("hexapod_damage_s2", False), ("hexapod_damage_s2", True),
+        ("hexapod_locked_joint", False), ("hexapod_locked_joint", True)]
+
+
+@pytest.mark.long
+@pytest.mark.parametrize("scenario, undeclared", DEMO)
+def test_demo_scenario_same_outcome_in_one_process_and_per_process(install, tmp_path, cli, scenario, undeclared):
+    """The demo table's figures through the process-per-node graph (sim.launch.py) beside
+    the one-process demo (``hybrid-dynamics demo``): the same morphology in the end, the same
+    legs detected, speeds within 10 %; printed as a table row (``-s``)."""
+    sc = load_scenario(scenario)
+    one = tmp_path / "one"
+    out = cli("demo", "--scenario", scenario, "--out", one, *(["--undeclared"] if undeclared else []))
+    assert out.returncode == 0, out.stderr[-2000:]
+    ref = json.loads((one / "summary.json").read_text())
+    damage_at = sc.damage["at"] if sc.damage else None
+    events = yaml.safe_dump(sc.damage["events"]) if sc.damage else None
+    observer = Observer()
+    graph = ProcessGraph(sim_graph(install), install, tmp_path / "graph")
+    try:
+        observer.wait_until(START, 300.0, graph)
+        observer.walk(sc.cmd_vel["linear_x"])
+        if damage_at is not None:
+            observer.wait_until(damage_at, WALL * damage_at, graph)
+            observer.damage(events, declared=not undeclared)
+        observer.wait_until(sc.duration, WALL * sc.duration, graph)
+    finally:
+        codes = graph.stop()
+        observer.close()
+    watch = observer.watch
+    assert_clean_exit(codes, graph)
+    t0 = watch.damaged_at + 1.0 if damage_at is not None else 1.0
+    speed = watch.speed(t0, sc.duration)
+    ref_speed = ref["speed_after_damage_mps"] if damage_at is not None else ref["speed_before_damage_mps"]
+    latency = watch.evidence[0]["t"] - watch.damaged_at if undeclared and watch.evidence else None
+    detected = sorted({e["what"] for e in watch.evidence})
+    print(f"\n| {scenario}{' undeclared' if undeclared else ''} | per process: {speed:.3f} m/s, "
+          f"latency {latency if latency is None else round(latency, 3)} s, detections {detected} | "
+          f"one process: {ref_speed:.3f} m/s, latency {ref.get('detection_latency_s')} s, "
+          f"detections {sorted(d['what'] for d in ref.get('detections', []))} |")
+    assert watch.morphologies[-1]["description"] == ref["final_morphology"], (watch.morphologies, ref)
+    assert abs(speed - ref_speed) <= 0.1 * abs(ref_speed), (speed, ref_speed)
+    if undeclared:
+        assert latency is not None and latency < 0.5
+    else:
+        assert detected == []
