@@ -27,7 +27,7 @@ def nodes(context):
     share = get_package_share_directory(launch_graph.PACKAGE)
     graph = launch_graph.bringup(robot, launch_graph.params_file(share, robot, arg("params_file")),
                                  use_sim_time=arg("use_sim_time").lower() == "true",
-                                 gait=arg("gait").lower() == "true")
+                                 gait=arg("gait").lower() == "true", lockstep=arg("lockstep").lower() == "true")
     return [launch_graph.to_launch_ros(node, Node) for node in graph]
 
 
@@ -38,5 +38,7 @@ def generate_launch_description():
         DeclareLaunchArgument("use_sim_time", default_value="false"),
         DeclareLaunchArgument("gait", default_value="false",
                               description="the controller walks at /cmd_vel (control/locomotion)"),
+        DeclareLaunchArgument("lockstep", default_value="false",
+                              description="one control cycle per joint state (a simulator in lock-step)"),
         OpaqueFunction(function=nodes),
     ])

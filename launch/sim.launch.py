@@ -23,7 +23,7 @@ from hybrid_dynamics.ros import launch_graph
 def nodes(context):
     """The plant of ``launch_graph.simulator`` and, with ``rviz:=true``, rviz2."""
     arg = lambda name: LaunchConfiguration(name).perform(context)   # noqa: E731
-    graph = [launch_graph.simulator(arg("robot"))]
+    graph = [launch_graph.simulator(arg("robot"), lockstep=arg("lockstep").lower() == "true")]
     if arg("rviz").lower() == "true":
         graph.append(launch_graph.rviz(get_package_share_directory(launch_graph.PACKAGE),
                                        use_sim_time=arg("use_sim_time").lower() == "true"))
@@ -38,9 +38,11 @@ def generate_launch_description():
         DeclareLaunchArgument("use_sim_time", default_value="true"),
         DeclareLaunchArgument("rviz", default_value="true"),
         DeclareLaunchArgument("gait", default_value="true"),
+        DeclareLaunchArgument("lockstep", default_value="false",
+                              description="the plant advances one control period per command (a slow or shared machine)"),
         IncludeLaunchDescription(
             PythonLaunchDescriptionSource(os.path.join(share, "launch", "bringup.launch.py")),
             launch_arguments={name: LaunchConfiguration(name)
-                              for name in ("robot", "params_file", "use_sim_time", "gait")}.items()),
+                              for name in ("robot", "params_file", "use_sim_time", "gait", "lockstep")}.items()),
         OpaqueFunction(function=nodes),
     ])

@@ -59,12 +59,13 @@ def install_environment(prefix: Path) -> Dict[str, str]:
     return env
 
 
-def sim_graph(prefix: Path, robot: str = "jethexa", gait: bool = True) -> List[launch_graph.NodeLaunch]:
-    """``sim.launch.py robot:=ROBOT rviz:=false gait:=GAIT`` minus robot_state_publisher (a
-    C++ package, not installable here; nothing of ours consumes /tf from it)."""
+def sim_graph(prefix: Path, robot: str = "jethexa", gait: bool = True, lockstep: bool = False) -> List[launch_graph.NodeLaunch]:
+    """``sim.launch.py robot:=ROBOT rviz:=false gait:=GAIT lockstep:=LOCKSTEP`` minus
+    robot_state_publisher (a C++ package, not installable here; nothing of ours consumes /tf
+    from it)."""
     share = str(prefix / "share" / launch_graph.PACKAGE)
     return launch_graph.bringup(robot, launch_graph.params_file(share, robot), use_sim_time=True, gait=gait,
-                                with_description=False) + [launch_graph.simulator(robot)]
+                                lockstep=lockstep, with_description=False) + [launch_graph.simulator(robot, lockstep)]
 
 
 class ProcessGraph:

@@ -108,7 +108,7 @@ def test_sim_includes_bringup_plus_simulator_and_rviz(fake_launch):
     includes = [e for e in desc if isinstance(e, tuple) and e[0] == "include"]
     assert includes and Path(includes[0][1]).name == "bringup.launch.py" and Path(includes[0][1]).is_file()
     assert includes[0][2]["gait"].name == "gait" and LaunchConfiguration.defaults["gait"] == "true"
-    assert set(includes[0][2]) == {"robot", "params_file", "use_sim_time", "gait"}
+    assert set(includes[0][2]) == {"robot", "params_file", "use_sim_time", "gait", "lockstep"}
     opaque = [e for e in desc if isinstance(e, tuple) and e[0] == "opaque"]
     opaque[0][1]({"robot": "jethexa"})
     execs = {n["executable"] for n in fake_launch}

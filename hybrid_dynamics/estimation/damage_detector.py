@@ -53,7 +53,10 @@ gathered so far is discarded and nothing is decided for ``resync``. Nothing is d
 ``startup_grace`` after the first call either, nor until ``|e|`` has then stayed under half
 the threshold for ``converged_for`` (the base estimate has converged). A test convicts only
 after ``persistence`` seconds *and* ``min_samples`` consecutive calls above its threshold
-(the confirmation window), so one late or coarse sample never decides. Each detection carries
+(the confirmation window), so one late or coarse sample never decides; and a leg the
+whole-robot test blames is convicted only once its encoders show a frozen joint (a lost link
+takes its servo with it, a locked joint stops): a base estimate gone astray moves ``e`` but
+freezes no joint. Each detection carries
 its evidence (:meth:`Detection.evidence`: which test, the residual and its threshold, since
 when and over how many calls).
 """
@@ -317,6 +320,8 @@ class DamageDetector:
         since = min([self.above_since] + [d.onset for d in swung])
         if self.history[-1][0] - max(self.history[0][0], since) < cfg.frozen_span:
             return []             # the encoders since the onset decide: wait for them
+        if not all(any(self._frozen(leg, since)) for leg in blamed):
+            return None           # a blamed leg whose joints all still move is not lost (yet)
         found = []
         for leg in blamed:
             detection = self._classify(t, leg, since)

@@ -47,17 +47,20 @@ def robot_description(robot: str) -> str:
         return f.read()
 
 
-def bringup(robot: str, parameter_file: str, use_sim_time: bool, gait: bool,
+def bringup(robot: str, parameter_file: str, use_sim_time: bool, gait: bool, lockstep: bool = False,
             with_description: bool = True) -> List[NodeLaunch]:
     """bringup.launch.py: estimator, controller, morphology manager, robot_state_publisher.
     ``gait``: the controller walks at /cmd_vel, the estimator takes the stance it plans and
-    the morphology manager runs the damage detector on it. ``with_description`` False leaves
-    robot_state_publisher out (it is not a Python package: the harness cannot start it)."""
+    the morphology manager runs the damage detector on it. ``lockstep``: one control cycle
+    per joint state (``trigger: joint_states``), for a plant that waits for each command.
+    ``with_description`` False leaves robot_state_publisher out (it is not a Python package:
+    the harness cannot start it)."""
     common = (parameter_file, {"robot": robot, "use_sim_time": use_sim_time})
+    control = {"gait": gait, **({"trigger": "joint_states"} if lockstep else {})}
     nodes = [
         NodeLaunch(PACKAGE, "state_estimator", "state_estimator",
                    common + ({"stance_topic": "/whole_body_controller/cycle" if gait else ""},)),
-        NodeLaunch(PACKAGE, "whole_body_controller", "whole_body_controller", common + ({"gait": gait},)),
+        NodeLaunch(PACKAGE, "whole_body_controller", "whole_body_controller", common + (control,)),
         NodeLaunch(PACKAGE, "morphology_manager", "morphology_manager", common + ({"detector": gait},)),
     ]
     if with_description:
@@ -67,9 +70,12 @@ def bringup(robot: str, parameter_file: str, use_sim_time: bool, gait: bool,
     return nodes
 
 
-def simulator(robot: str) -> NodeLaunch:
-    """sim.launch.py's MuJoCo plant (wall-clock paced, publishes /clock)."""
-    return NodeLaunch(PACKAGE, "mujoco_sim", "mujoco_sim", ({"robot": robot, "settle": 0.3},))
+def simulator(robot: str, lockstep: bool = False) -> NodeLaunch:
+    """sim.launch.py's MuJoCo plant (publishes /clock): wall-clock paced at 1 kHz, or with
+    ``lockstep`` one control period (2 ms) per command it receives, as fast as the
+    controller computes (a loaded machine slows the run down, not the control)."""
+    params = {"robot": robot, "settle": 0.3, **({"lockstep": True, "publish_rate": 500.0} if lockstep else {})}
+    return NodeLaunch(PACKAGE, "mujoco_sim", "mujoco_sim", (params,))
 
 
 def rviz(share: str, use_sim_time: bool) -> NodeLaunch:
