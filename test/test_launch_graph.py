@@ -73,6 +73,8 @@ def check_healthy(watch, duration):
     assert watch.detections() == [] and watch.evidence == []
     tested = assert_detector_tested(watch)
     assert tested.max() < watch.threshold, tested.max()
+    print(f"\n{duration:.0f} s healthy: 0 detections; |e| max {tested.max():.2f} N of {watch.threshold} N "
+          f"over {len(tested)} tested estimates ({len(watch.statistic)} in all)")
 
 
 def check_walked(watch, t_from, t_to, speed):
@@ -93,7 +95,8 @@ def healthy_walking(install, tmp_path, duration):
     watch, codes, graph = run_sim(install, tmp_path, duration, speed=SPEED)
     assert_clean_exit(codes, graph)
     check_healthy(watch, duration)
-    check_walked(watch, 3.0, duration, SPEED)
+    moved = check_walked(watch, 3.0, duration, SPEED)
+    print(f"walked {moved:.3f} m from 3 to {duration:.0f} s: {moved / (duration - 3.0):.4f} m/s at {SPEED} m/s commanded")
 
 
 def test_sim_launch_standing_20_s_no_false_detection(install, tmp_path):
