@@ -183,8 +183,8 @@ def test_demo_scenario_same_outcome_in_one_process_and_per_process(install, tmp_
     out = cli("demo", "--scenario", scenario, "--out", one, *(["--undeclared"] if undeclared else []))
     assert out.returncode == 0, out.stderr[-2000:]
     ref = json.loads((one / "summary.json").read_text())
-    damage_at = sc.damage["at"] if sc.damage else None
-    events = yaml.safe_dump(sc.damage["events"]) if sc.damage else None
+    damage_at = sc.damage_at
+    events = yaml.safe_dump(sc.damage_events)
     observer = Observer()
     graph = ProcessGraph(sim_graph(install, lockstep=LOCKSTEP), install, tmp_path / "graph")
     try:
