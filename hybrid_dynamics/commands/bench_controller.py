@@ -40,8 +40,11 @@ def add_arguments(parser) -> None:
     parser.add_argument("--robot", action="append", default=None,
                         help=f"robot(s) to time (repeatable; default: {', '.join(ROBOTS)})")
     parser.add_argument("--cycles", type=int, default=2000, help="control cycles per robot (default 2000)")
-    parser.add_argument("--solver", choices=SOLVERS, default="proxsuite",
-                        help="our QP backend (default proxsuite)")
+    parser.add_argument("--solver", action="append", choices=SOLVERS, default=None,
+                        help="our QP backend(s) (repeatable: each is timed on the same samples, "
+                             "the first is compared with TSID; default daqp)")
+    parser.add_argument("--backends", action="store_true",
+                        help=f"time every backend ({', '.join(SOLVERS)}): the comparison table")
     parser.add_argument("--workload", action="append", choices=wl.WORKLOADS, default=None,
                         help="workload(s) (repeatable; default: both)")
     parser.add_argument("--no-tsid", action="store_true", help="skip the TSID peer")
@@ -70,14 +73,23 @@ def _figures(times, run=None) -> dict:
     return out
 
 
-def bench_workload(robot, workload: str, cycles: int, solver: str, tsid: bool) -> dict:
-    samples, overrides, residual, scale = _workload(robot, workload, cycles)
+def _time_ours(robot, samples, overrides, solver):
     ctrl = WholeBodyController(robot, dict(overrides, solver=solver))
-    tp.run_ours(ctrl, samples[: min(200, cycles)])                 # warm-up (caches, layouts)
+    tp.run_ours(ctrl, samples[: min(200, len(samples))])          # warm-up (caches, layouts)
     ours = tp.run_ours(ctrl, samples)
+    return ctrl, ours, {**_figures(ours["times"], ours), "infeasible": ctrl.stats["infeasible"]}
+
+
+def bench_workload(robot, workload: str, cycles: int, solvers, tsid: bool) -> dict:
+    samples, overrides, residual, scale = _workload(robot, workload, cycles)
+    ctrl, ours, figures = _time_ours(robot, samples, overrides, solvers[0])
     result = {"workload": workload, "cycles": cycles, "closure_residual": residual,
               "torque_scale": scale, "stance_patterns": len({s.stance for s in samples}),
-              "ours": {**_figures(ours["times"], ours), "infeasible": ctrl.stats["infeasible"]}}
+              "ours": figures}
+    if len(solvers) > 1:
+        result["backends"] = {solvers[0]: figures}
+        for name in solvers[1:]:
+            result["backends"][name] = _time_ours(robot, samples, overrides, name)[2]
     if not tsid:
         return result
     if robot.loops is not None:
@@ -100,10 +112,10 @@ def bench_workload(robot, workload: str, cycles: int, solver: str, tsid: bool) -
     return result
 
 
-def bench_robot(name: str, cycles: int, solver: str, tsid: bool, workloads=wl.WORKLOADS) -> dict:
+def bench_robot(name: str, cycles: int, solvers, tsid: bool, workloads=wl.WORKLOADS) -> dict:
     robot = load_robot(name)
-    return {"robot": name, "nv": robot.nv, "contacts": len(robot.contacts), "solver": solver,
-            "workloads": {w: bench_workload(robot, w, cycles, solver, tsid) for w in workloads}}
+    return {"robot": name, "nv": robot.nv, "contacts": len(robot.contacts), "solver": solvers[0],
+            "workloads": {w: bench_workload(robot, w, cycles, solvers, tsid) for w in workloads}}
 
 
 def _one_thread_one_core() -> None:
@@ -126,7 +138,8 @@ def run(args) -> int:
         _one_thread_one_core()
     if args.cycles < 10:
         raise InputError("--cycles must be at least 10")
-    results = [bench_robot(n, args.cycles, args.solver, not args.no_tsid, args.workload or wl.WORKLOADS)
+    solvers = list(SOLVERS) if args.backends else (args.solver or ["daqp"])
+    results = [bench_robot(n, args.cycles, solvers, not args.no_tsid, args.workload or wl.WORKLOADS)
                for n in names]
     if args.json:
         print(json.dumps(results if len(results) > 1 else results[0], indent=2))
@@ -138,6 +151,9 @@ def run(args) -> int:
                   f"max {o['max_ms']:.3f} ms | active inequality in {o['active_cycles']}/{b['cycles']} cycles, "
                   f"shortcut in {o['shortcuts']}, fallbacks {o['fallbacks']}"
                   + (f", closure {b['closure_residual']:.0e}" if b["closure_residual"] else ""))
+            for name, f in list(b.get("backends", {}).items())[1:]:
+                print(f"{'':>19} ours with {name:<9} p50 {f['p50_ms']:.3f} ms  p99 {f['p99_ms']:.3f} ms  "
+                      f"max {f['max_ms']:.3f} ms | fallbacks {f['fallbacks']}")
             t = b.get("tsid", {})
             if "skipped" in t:
                 print(f"{'':>19} TSID: {t['skipped']}")

@@ -1,6 +1,6 @@
 """The whole-body controller: state + references in, torques out, every cycle.
 
-    ctrl = WholeBodyController(load_robot("jethexa"), {"solver": "proxsuite"})
+    ctrl = WholeBodyController(load_robot("jethexa"), {"solver": "daqp"})
     out = ctrl.update(q, v, {"leg1_foot": True, ...}, References.hold(com=[0, 0, 0.1]))
     out.tau["leg1_femur_joint"], out.contact_forces["leg1_foot"], out.fallback
 

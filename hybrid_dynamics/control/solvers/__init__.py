@@ -1,22 +1,19 @@
 """QP backends behind one interface (:class:`.base.QPSolver`), chosen by the ``solver``
-parameter: ``proxsuite`` (dense: null-space elimination, KKT shortcut, ProxQP), ``daqp``
-(dense dual active set, hot-started) or ``osqp`` (sparse, fixed pattern). ``bench controller
---solver`` compares them."""
+parameter: ``daqp`` (default: null-space elimination and KKT shortcut, then DAQP's dual
+active set, hot-started), ``proxsuite`` (the same elimination and shortcut, then ProxQP) or
+``osqp`` (sparse, fixed pattern). ``bench controller --solver`` compares them; docs/qp.md has
+the table."""
 from .base import QPSolver, SlackProblem, SolveResult
+from .daqp_solver import DaqpSolver
+from .osqp_solver import OsqpSolver
+from .proxsuite_solver import ProxsuiteSolver
 
-
-SOLVERS = ("proxsuite", "daqp", "osqp")
+BACKENDS = {"daqp": DaqpSolver, "proxsuite": ProxsuiteSolver, "osqp": OsqpSolver}
+SOLVERS = tuple(BACKENDS)
 
 
 def make_solver(name: str, settings: dict) -> QPSolver:
-    if name == "daqp":
-        from .daqp_solver import DaqpSolver
-        return DaqpSolver(settings)
-    if name == "osqp":
-        from .osqp_solver import OsqpSolver
-        return OsqpSolver(settings)
-    from .proxsuite_solver import ProxsuiteSolver
-    return ProxsuiteSolver(settings)
+    return BACKENDS[name](settings)
 
 
-__all__ = ["QPSolver", "SolveResult", "SlackProblem", "make_solver"]
+__all__ = ["QPSolver", "SolveResult", "SlackProblem", "SOLVERS", "make_solver"]
