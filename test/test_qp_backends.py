@@ -56,3 +56,21 @@ def test_backends_satisfy_physics_and_agree_on_active_states(name):
                 scale_tau = max(1.0, np.abs(a.tau_vector).max())
                 assert np.abs(a.tau_vector - b.tau_vector).max() <= atol * scale_tau, solver
                 assert np.abs(a.dv - b.dv).max() <= atol * max(1.0, np.abs(a.dv).max()), solver
+
+
+@pytest.mark.parametrize("solver", list(BACKENDS))
+def test_no_stance_contact(solver):
+    """Every foot in the air (a hexapod that lost three legs, its tripod swinging): no contact
+    rows, only the (lazy) torque and joint limits; every backend still solves, and the robot
+    falls freely (base acceleration = gravity, checked against RNEA with no contact force)."""
+    r = robot("jethexa")
+    ctrl = WholeBodyController(r, {"solver": solver})
+    stance = {c.frame: False for c in r.contacts}
+    rng = np.random.default_rng(1)
+    for _ in range(3):
+        q = r.q_stand.copy()
+        q[7:] += 0.05 * rng.standard_normal(r.nv - 6)
+        v = 0.1 * rng.standard_normal(r.nv)
+        out = ctrl.update(q, v, stance, tp.references_for(wl.sway(r, 1)[0]))
+        assert not out.fallback, out.status
+        independent_check(r, ctrl, q, v, stance, out, tol_dyn=1e-9, tol_cone=BACKENDS[solver][1])

@@ -49,6 +49,8 @@ def add_arguments(parser) -> None:
                         help="workload(s) (repeatable; default: both)")
     parser.add_argument("--no-tsid", action="store_true", help="skip the TSID peer")
     parser.add_argument("--json", action="store_true", help="print JSON")
+    parser.add_argument("--table", metavar="JSON", default=None,
+                        help="print the README's figures table (Markdown) from a saved --json output and exit")
 
 
 def _workload(robot, name: str, cycles: int):
@@ -132,7 +134,42 @@ def _one_thread_one_core() -> None:
         os.sched_setaffinity(0, {cores[-1]})
 
 
+def _pair(f) -> str:
+    return f"{f['p50_ms']:.3f} / {f['p99_ms']:.3f}"
+
+
+def table(results) -> str:
+    """The README's whole-body QP table from ``--json`` output (one robot or a list)."""
+    results = results if isinstance(results, list) else [results]
+    lines = ["| robot | workload | cycles with an active inequality / shortcut | ours p50 / p99 (ms) "
+             "| TSID HQuadProg p50 / p99 | TSID HQuadProgFast p50 / p99 | ours / fastest TSID p50, p99 "
+             "| max torque difference |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in results:
+        for w, b in r["workloads"].items():
+            o, t = b["ours"], b.get("tsid", {})
+            cells = [r["robot"], w, f"{o['active_cycles']} / {o['shortcuts']} of {b['cycles']}",
+                     _pair(o) + (f" ({o['fallbacks']} fallbacks)" if o["fallbacks"] else "")]
+            if all(name in t for name in tp.TSID_SOLVERS):
+                fast = min(tp.TSID_SOLVERS, key=lambda n: t[n]["p50_ms"])
+                f = t[fast]
+                cells += [_pair(t[n]) for n in tp.TSID_SOLVERS]
+                cells += [f"{f['ratio_p50']:.2f}, {f['ratio_p99']:.2f}",
+                          f"{f['torque_max_abs_diff']:.1e} of {f['torque_max_abs']:.1f} N m"]
+            else:
+                cells += ["-", "-", "-", f"closure {b['closure_residual']:.0e}" if b["closure_residual"] else "-"]
+            lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def run(args) -> int:
+    if args.table:
+        try:
+            with open(args.table) as fh:
+                print(table(json.load(fh)))
+        except (OSError, ValueError, KeyError) as exc:
+            raise InputError(f"{args.table}: not a saved `bench controller --json` output ({exc})")
+        return 0
     names = args.robot or list(ROBOTS)
     if sys.argv[1:3] == ["bench", "controller"]:       # a real command line (not main(argv))
         _one_thread_one_core()

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import daqp
 import numpy as np
+from scipy.linalg import lapack
 
 from .base import SolveResult
 from .null_space import NullSpaceSolver
@@ -41,6 +42,11 @@ class DaqpSolver(NullSpaceSolver):
         self.models.clear()
 
     def _solve(self, key, H, g, rows, upper, lower, neq, start) -> SolveResult:
+        if not len(upper):                      # no rows (DAQP needs one): the unconstrained minimiser
+            L, info = lapack.dpotrf(H)
+            x = lapack.dpotrs(L, -g)[0] if info == 0 else np.full(len(g), np.nan)
+            ok = info == 0 and bool(np.isfinite(x).all())
+            return SolveResult(x, ok, "solved (unconstrained)" if ok else "singular Hessian", 0, False)
         model = self.models.get(key)
         if model is None:
             model = self.models[key] = daqp.Model()

@@ -129,7 +129,7 @@ class NullSpaceSolver(QPSolver):
         if p.x is not None and len(p.x) == p.nx:
             y0 = Q2.T @ (p.x - x0)
         lazy = getattr(p, "lazy_rows", None)
-        if lazy is not None and lazy.any():
+        if lazy is not None and lazy.any() and not lazy.all():
             eager = ~lazy
             res = self._inner(p.key + ("eager",), Hy, gy, Cy[eager], ly[eager], uy[eager], y0)
             if res.ok:

@@ -99,7 +99,8 @@ def problem(robot, controller, states, repeat: int = 1, solver: str = "HQuadProg
         "weight": f.state.mass * 9.81,
         "states": [{"q": s.q.tolist(), "v": s.v.tolist(), "com": [x.tolist() for x in s.com],
                     "stance": list(s.stance),
-                    "swing": {k: [x.tolist() for x in t] for k, t in s.swing.items()}} for s in states],
+                    "swing": {k: [x.tolist() for x in t] for k, t in s.swing.items()},
+                    "swing_rotation": _swing_rotations(robot, s)} for s in states],
         "repeat": repeat, "solver": solver,
     }
 
@@ -115,6 +116,18 @@ def run_peer(prob: Dict, timeout: float = 300.0) -> Dict:
     if proc.returncode != 0:
         raise RuntimeError(f"TSID peer failed ({proc.returncode}): {proc.stderr.strip()[-2000:]}")
     return json.loads(proc.stdout)
+
+
+def _swing_rotations(robot, sample: Sample) -> Dict[str, list]:
+    """Each swing foot's own orientation (column-major), TSID's SE3 reference rotation: its
+    position error is the linear part of log6(M_ref^-1 M), which is the world position error
+    (our swing-foot task) only when the reference rotation is the foot's."""
+    if not sample.swing:
+        return {}
+    m = robot.model
+    d = m.createData()
+    pin.framesForwardKinematics(m, d, sample.q)
+    return {f: d.oMf[m.getFrameId(f)].rotation.flatten(order="F").tolist() for f in sample.swing}
 
 
 def references_for(sample: Sample) -> References:

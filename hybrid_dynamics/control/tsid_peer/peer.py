@@ -32,7 +32,8 @@ def main() -> int:
     model = robot.model()
     nv = model.nv
     states = [(np.array(s["q"]), np.array(s["v"]), [np.array(x) for x in s["com"]], s["stance"],
-               {f: [np.array(x) for x in t] for f, t in s["swing"].items()}) for s in P["states"]]
+               {f: [np.array(x) for x in t] + [np.array(s["swing_rotation"][f])]
+                for f, t in s["swing"].items()}) for s in P["states"]]
     q0, v0 = states[0][0], states[0][1]
     invdyn = tsid.InverseDynamicsFormulationAccForce("tsid", robot, False)
     invdyn.computeProblemData(0.0, q0, v0)
@@ -119,9 +120,9 @@ def main() -> int:
                            else np.array([0.0, 0.0, share * k["n_points"], 0.0, 0.0, 0.0])
                            for k in P["contacts"]])
         per = {}
-        for frame, (pos, vel, acc) in swing.items():
+        for frame, (pos, vel, acc, rot) in swing.items():
             ts = tsid.TrajectorySample(12, 6)
-            ts.value(np.concatenate([pos, np.eye(3).flatten(order="F")]))
+            ts.value(np.concatenate([pos, rot]))
             ts.derivative(np.concatenate([vel, np.zeros(3)]))
             ts.second_derivative(np.concatenate([acc, np.zeros(3)]))
             per[frame] = ts
