@@ -128,7 +128,7 @@ WHOLE_BODY_CONTROLLER: Spec = {
     "update_rate": Param(1000.0, "Hz, timer-driven control loop", (1.0, 10000.0)),
     "trigger": Param("timer", "timer: cycle at update_rate; joint_states: one cycle per joint state "
                               "(lock-step simulation, deterministic replay)"),
-    "solver": Param("", "QP solver: proxsuite or osqp; empty: the controller configuration's"),
+    "solver": Param("", "QP solver: daqp, proxsuite or osqp; empty: the controller configuration's"),
     "commands_topic": Param("/effort_controller/commands", "std_msgs/Float64MultiArray out"),
     "actuator_forces_topic": Param("~/actuator_forces", "closed chains: actuator forces, order of actuators"),
     "safe_mode_damping": Param(1.0, "N m s/rad of the safe-mode damping torques", POSITIVE),
