@@ -57,3 +57,26 @@ def test_walk_lifts_swing_feet_and_keeps_stance_feet_still():
                 lifted = max(lifted, float(d.oMf[fid].translation[2] - ground))
     assert lifted > 0.015                          # a swing foot rises by most of its step
     assert still < 0.1 * 0.04 / 0.4                # stance feet: within 10 % of the base speed
+
+
+def test_bench_closed_chain_whole_cycle_and_table(cli, tmp_path):
+    """`bench controller --robot hybrid_biped`: timed on closed states only (residual in the
+    JSON), the whole Pipeline cycle beside the QP cycle; `--table` turns the JSON into the
+    README's rows (no wall-clock assertion)."""
+    import json
+    proc = cli("bench", "controller", "--robot", "hybrid_biped", "--workload", "sway", "--cycles", "40",
+               "--no-tsid", "--json")
+    assert proc.returncode == 0, proc.stderr
+    r = json.loads(proc.stdout)
+    b = r["workloads"]["sway"]
+    assert b["closure_residual"] <= 1e-10 and b["ours"]["fallbacks"] == 0
+    wc = b["whole_cycle"]
+    assert wc["p50_ms"] > 0 and wc["safe_mode_cycles"] == 0 and wc["reference_ms"] == 0.38
+    saved = tmp_path / "qp.json"
+    saved.write_text(proc.stdout)
+    table = cli("bench", "controller", "--table", saved)
+    assert table.returncode == 0, table.stderr
+    rows = [line for line in table.stdout.splitlines() if line.startswith("| hybrid_biped")]
+    assert len(rows) == 1 and "whole cycle" in rows[0] and "closure" in rows[0]
+    bad = cli("bench", "controller", "--table", tmp_path / "missing.json")
+    assert bad.returncode == 2 and "missing.json" in bad.stderr
