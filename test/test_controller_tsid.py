@@ -48,7 +48,8 @@ def test_walking_torques_agree_with_tsid(name):
     robot = load_robot(name)
     samples = wl.walk(robot, 600)[::6]
     scale = tp.binding_torque_scale(robot, samples, tp.SAME_PROBLEM)
-    ctrl = WholeBodyController(robot, dict(tp.SAME_PROBLEM, limits={"torque_scale": scale}))
+    # DAQP (the bench's backend): ProxQP stops up to 0.09 N m away on a few jethexa cycles
+    ctrl = WholeBodyController(robot, dict(tp.SAME_PROBLEM, solver="daqp", limits={"torque_scale": scale}))
     peer = tp.run_peer(tp.problem(robot, ctrl, samples))
     ours = tp.run_ours(ctrl, samples)
     assert all(s == 0 for s in peer["status"]) and ours["fallbacks"] == 0

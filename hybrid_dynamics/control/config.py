@@ -19,7 +19,7 @@ from ..paths import config_dir
 # multipliers of squared accelerations (m/s^2, rad/s^2) or forces (N); gains in 1/s^2 (kp)
 # and 1/s (kd); forces in N; times in s.
 DEFAULTS: Dict[str, Any] = {
-    "solver": "daqp",                 # daqp (dense active set) | proxsuite (dense) | osqp (sparse)
+    "solver": "proxsuite",            # proxsuite (dense) | daqp (dense active set) | osqp (sparse)
     "dt": 0.001,                      # control period: joint limits -> acceleration bounds
     "regularization": 1e-6,           # weight on ||dv||^2 (keeps the Hessian definite)
     "solver_settings": {"eps_abs": 1e-7, "max_iter": 1000, "max_iter_in": 1500,

@@ -1,6 +1,6 @@
 """QP backends behind one interface (:class:`.base.QPSolver`), chosen by the ``solver``
-parameter: ``daqp`` (default: null-space elimination and KKT shortcut, then DAQP's dual
-active set, hot-started), ``proxsuite`` (the same elimination and shortcut, then ProxQP) or
+parameter: ``proxsuite`` (default: null-space elimination and KKT shortcut, then ProxQP),
+``daqp`` (the same elimination and shortcut, then DAQP's dual active set, hot-started) or
 ``osqp`` (sparse, fixed pattern). ``bench controller --solver`` compares them; docs/qp.md has
 the table."""
 from .base import QPSolver, SlackProblem, SolveResult

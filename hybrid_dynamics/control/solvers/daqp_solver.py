@@ -1,4 +1,4 @@
-"""Dense backend ``daqp`` (the default): the null-space elimination and shortcut of
+"""Dense backend ``daqp``: the null-space elimination and shortcut of
 :mod:`.null_space`, then DAQP (Arnström, Bemporad and Axehill's dual active-set solver for small dense QPs) on
 the reduced, inequality-only problem.
 
