@@ -70,3 +70,30 @@ def _collect_lines(node, prefix: KeyPath, lines: Dict[KeyPath, int]) -> None:
     elif isinstance(node, yaml.SequenceNode):
         for i, item in enumerate(node.value):
             _collect_lines(item, prefix + (i,), lines)
+
+
+def load_mapping(path: str | Path, fields, what: str) -> YamlDocument:
+    """A YAML file whose top level is a mapping with keys among ``fields`` (an InputError
+    naming the line of the first unknown key; ``what`` lists the main keys for the message)."""
+    doc = load_yaml(path)
+    if not isinstance(doc.data, dict):
+        raise doc.error(f"expected a mapping ({what}, ...)")
+    for key in doc.data:
+        if key not in fields:
+            raise doc.error(f"unknown field (expected one of {', '.join(sorted(fields))})", key)
+    return doc
+
+
+def named_file(name_or_path: str, folder: Path, what: str) -> Path:
+    """``folder/<name>.yaml`` for a bare name, else the path given (an InputError listing the
+    names in ``folder`` when the name is unknown)."""
+    text = str(name_or_path)
+    path = Path(text)
+    if path.suffix in (".yaml", ".yml"):
+        return path
+    path = Path(folder) / f"{text}.yaml"
+    if "/" in text or not path.is_file():
+        names = sorted(p.stem for p in Path(folder).glob("*.yaml"))
+        raise InputError(f"unknown {what} '{text}': {what}s are {', '.join(names)}, "
+                         f"or give a path to a {what} .yaml")
+    return path

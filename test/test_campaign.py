@@ -1,0 +1,113 @@
+"""The campaign machinery on a real Dask cluster: a 6-run campaign on 2 local worker
+processes, one run's worker killed on purpose, then a restart that runs only what is missing."""
+import csv
+
+import numpy as np
+import pytest
+
+from hybrid_dynamics.campaign.execute import TABLE, read_table, run_campaign
+from hybrid_dynamics.campaign.outcome import classify, touchdown_speed
+from hybrid_dynamics.campaign.report import write_report
+from hybrid_dynamics.campaign.spec import load_campaign
+from hybrid_dynamics.errors import InputError
+
+SPEC = """\
+description: "six single leg losses, one killed on purpose"
+robot: jethexa
+speeds: [0.1]
+faults: [leg]
+damage_at: 1.0
+phases: 1
+after: 0.6
+declared: [true]
+seeds: [3]
+inject_crash: [leg6]
+"""
+
+
+def test_six_runs_on_two_workers_crash_recorded_restart_skips_done(tmp_path):
+    spec_path = tmp_path / "six.yaml"
+    spec_path.write_text(SPEC)
+    spec = load_campaign(str(spec_path))
+    out = tmp_path / "out"
+    first = run_campaign(spec, out, workers=2, progress=False)
+    assert first.workers == 2 and first.ran == 6 and first.skipped == 0
+    rows = read_table(out / TABLE)
+    assert len(rows) == 6 and len({r["run_id"] for r in rows}) == 6
+    by_fault = {r["fault"]: r for r in rows}
+    assert set(by_fault) == {f"leg{i}" for i in range(1, 7)}
+    crashed = by_fault["leg6"]
+    assert crashed["outcome"] == "crashed" and "worker died" in crashed["stopped"], crashed
+    for fault in ("leg1", "leg2", "leg3", "leg4", "leg5"):
+        row = by_fault[fault]
+        # a one-leg loss is statically feasible; the run simulated and measured something
+        assert row["outcome"] in ("walked", "stood"), row
+        assert row["feasible"] == "True" and float(row["feasibility_margin_m"]) > 0.0
+        assert 0.02 < float(row["min_height_m"]) < 0.2 and float(row["wall_s"]) > 0.0
+
+    # interrupted: the last two rows never written; the restart runs exactly those two
+    with (out / TABLE).open() as fh:
+        lines = fh.readlines()
+    kept, dropped = lines[:-2], [r["run_id"] for r in rows[-2:]]
+    (out / TABLE).write_text("".join(kept))
+    second = run_campaign(spec, out, workers=2, progress=False)
+    assert second.ran == 2 and second.skipped == 4
+    again = read_table(out / TABLE)
+    assert len(again) == 6 and sorted(r["run_id"] for r in again[-2:]) == sorted(dropped)
+    # deterministic per seed: a re-run gives the same figures (wall time aside)
+    for new in again[-2:]:
+        old = next(r for r in rows if r["run_id"] == new["run_id"])
+        assert {k: v for k, v in new.items() if k != "wall_s"} == {k: v for k, v in old.items() if k != "wall_s"}
+
+    report = write_report(again, out, "six")
+    text = report.read_text()
+    assert "| leg, declared | 6 |" in text and (out / "heatmap.png").stat().st_size > 1000
+    with (out / "survival.csv").open() as fh:
+        survival = {r["class"]: r for r in csv.DictReader(fh)}
+    assert survival["leg, declared"]["crashed"] == "1"
+    assert float(survival["leg, declared"]["survival_%"]) == 100.0 * (
+        sum(r["outcome"] in ("walked", "stood") for r in again) / 5)
+
+
+def test_outcome_from_a_free_fall_and_a_slow_descent():
+    """Touch-down speed against the analytic free fall (v = g t) and a constant-speed descent."""
+    t = np.arange(0.0, 1.0, 0.005)
+    z_fall = np.maximum(0.12 - 0.5 * 9.81 * t ** 2, 0.02)
+    t_hit = np.sqrt(2 * 0.10 / 9.81)
+    _, v = touchdown_speed(t, z_fall)
+    assert abs(v - 9.81 * t_hit) < 9.81 * 0.006          # within one sample of g t
+    z_slow = np.maximum(0.12 - 0.1 * t, 0.02)
+    _, v_slow = touchdown_speed(t, z_slow)
+    assert abs(v_slow - 0.1) < 1e-6
+    rpy = np.zeros((len(t), 3))
+    pos = np.zeros((len(t), 3))
+    pos[:, 2] = z_fall
+    assert classify("completed", t, pos, rpy, 0.0, 0.12, 0.1, 0.0)["outcome"] == "fell"
+    pos[:, 2] = z_slow
+    assert classify("completed", t, pos, rpy, 0.0, 0.12, 0.1, 0.0)["outcome"] == "safe landing"
+    pos[:, 2] = 0.11
+    assert classify("completed", t, pos, rpy, 0.0, 0.12, 0.1, 0.05)["outcome"] == "walked"
+    assert classify("completed", t, pos, rpy, 0.0, 0.12, 0.1, 0.0)["outcome"] == "stood"
+    rpy[-1, 0] = np.radians(50.0)
+    assert classify("fell: tilt over 45 deg", t, pos, np.degrees(rpy), 0.0, 0.12, 0.1, 0.0)["outcome"] == "fell"
+
+
+@pytest.mark.parametrize("text, field", [
+    ("faults: [leg, wings]\n", "faults"),
+    ("phases: 0\n", "phases"),
+    ("inject_crash: [leg9]\n", "inject_crash"),
+    ("scenario: {gait: fast}\n", "scenario.gait"),
+    ("seeds: [0.5]\n", "seeds"),
+])
+def test_bad_spec_names_file_line_and_field(tmp_path, text, field):
+    path = tmp_path / "bad.yaml"
+    path.write_text("robot: jethexa\n" + text)
+    with pytest.raises(InputError) as err:
+        load_campaign(str(path))
+    assert err.value.field == field and err.value.line == 2 and str(path) in str(err.value)
+
+
+def test_cli_unknown_campaign_is_one_line(cli):
+    out = cli("campaign", "no_such_campaign", "--workers", "1")
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "unknown campaign 'no_such_campaign'" in out.stderr and "jethexa" in out.stderr
