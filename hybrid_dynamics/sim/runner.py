@@ -51,11 +51,12 @@ FALL_HEIGHT_FRACTION = 0.4      # of the standing height
 class ScenarioRun:
     def __init__(self, scenario: Scenario, out: Path, *, duration: Optional[float] = None,
                  undeclared: bool = False, progress: bool = True, bag: bool = True, plots: bool = True,
-                 wall_limit: Optional[float] = None, stop_when_low: bool = True):
+                 wall_limit: Optional[float] = None, low_fraction: float = FALL_HEIGHT_FRACTION):
         # wall_limit: s of wall time before the run stops as timed out (campaigns);
-        # stop_when_low=False: a low base does not stop the run (a campaign measures how it lands)
+        # low_fraction: the run stops when the base is lower than this fraction of its standing
+        # height (a campaign lowers it to see how the body lands)
         self.wall_limit = wall_limit
-        self.stop_when_low = stop_when_low
+        self.low_fraction = low_fraction
         self.sc = scenario
         self.out = Path(out)
         self.duration, self.declared, self.robot = prepare_run(scenario, duration, undeclared)
@@ -203,7 +204,7 @@ class ScenarioRun:
             lg = self.log
             if max(abs(np.degrees(lg.rpy[-1][0])), abs(np.degrees(lg.rpy[-1][1]))) > FALL_TILT_DEG:
                 return f"fell: tilt over {FALL_TILT_DEG:.0f} deg at t = {t - t_start:.2f} s"
-            if self.stop_when_low and lg.pos[-1][2] < FALL_HEIGHT_FRACTION * self.stand_height:
+            if lg.pos[-1][2] < self.low_fraction * self.stand_height:
                 return f"fell: base height {lg.pos[-1][2]:.3f} m at t = {t - t_start:.2f} s"
             if self.wall_limit is not None and time.perf_counter() - progress["wall0"] > self.wall_limit:
                 return f"timeout: {self.wall_limit:.0f} s of wall time at t = {t - t_start:.2f} s"
