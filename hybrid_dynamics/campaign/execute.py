@@ -30,12 +30,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional
 
+import dask
 import numpy as np
+from distributed import Client, LocalCluster, as_completed
 
+from ..control.locomotion import LocomotionConfig
 from ..control.static_feasibility import static_feasibility
+from ..model.damage_events import apply_event
 from ..model.morphology import Morphology
 from ..model.robot import load_robot
-from ..ros.damage import apply_event
+from ..sim.report import write_plots
 from ..sim.runner import ScenarioRun
 from ..sim.scenario import Scenario
 from .outcome import OUTCOMES, classify
@@ -85,7 +89,6 @@ def run_one(spec: CampaignSpec, run: RunSpec, out: str) -> dict:
         summary = sim.run()
         row.update(measure(sim, summary, run))
         if row["outcome"] in ("fell", "safe landing", "timeout") and sim.log.t:
-            from ..sim.report import write_plots
             row["plots"] = f"runs/{slug(run.run_id)}" if write_plots(sim, run_dir) else ""
     except Exception as exc:          # recorded, never raised: the campaign goes on
         row.update({"outcome": "crashed", "stopped": f"error: {type(exc).__name__}: {exc}"[:300]})
@@ -175,13 +178,9 @@ def run_campaign(spec: CampaignSpec, out: Path, *, workers: Optional[int] = None
                  progress: bool = True) -> CampaignResult:
     """Every run of ``spec`` not yet in ``out/results.csv``, on a local cluster of ``workers``
     processes (default: every core) or on the Dask scheduler at ``cluster``."""
-    import dask
-    from distributed import Client, LocalCluster, as_completed
-
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     robot = load_robot(spec.robot)
-    from ..control.locomotion import LocomotionConfig
     period = LocomotionConfig.from_dict(spec.scenario.get("locomotion")).tripod_period
     runs = expand(spec, robot, period)
     table = out / TABLE

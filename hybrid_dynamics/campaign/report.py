@@ -16,6 +16,9 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Dict, List
 
+import matplotlib.pyplot as plt
+from matplotlib.colors import ListedColormap
+
 from .outcome import OUTCOMES, SURVIVED
 
 SEVERITY = {"walked": 0, "stood": 1, "safe landing": 2, "timeout": 3, "crashed": 4, "fell": 5}
@@ -64,11 +67,6 @@ def markdown_table(table: List[dict]) -> str:
 
 
 def heatmap(rows: List[dict], path: Path) -> None:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from matplotlib.colors import ListedColormap
-
     faults = list(dict.fromkeys(r["fault"] for r in rows))
     columns = sorted({(int(r["phase"]), r["declared"]) for r in rows}, key=lambda c: (c[1] != "True", c[0]))
     order = sorted(SEVERITY, key=SEVERITY.get)

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Tuple
 
 from ..errors import InputError
+from ..model.robot import load_robot
 from ..model.yamlio import load_mapping, named_file
 from ..paths import config_dir
 
@@ -147,7 +148,6 @@ def load_campaign(name_or_path: str) -> CampaignSpec:
     if "inject_crash" in data:
         spec.inject_crash = [str(v) for v in listed("inject_crash")]
     try:
-        from ..model.robot import load_robot
         robot = load_robot(spec.robot)
     except InputError as exc:
         raise doc.error(exc.detail, "robot") from None

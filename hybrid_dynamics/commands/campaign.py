@@ -14,6 +14,11 @@ import shlex
 import sys
 from pathlib import Path
 
+from ..campaign.execute import run_campaign
+from ..campaign.report import write_report
+from ..campaign.spec import load_campaign
+from ..errors import InputError
+
 COMMAND = ("campaign",)
 HELP = "run a grid of damage scenarios on a Dask cluster: results table, survival report, heat map"
 
@@ -29,11 +34,6 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from ..campaign.execute import run_campaign
-    from ..campaign.report import write_report
-    from ..campaign.spec import load_campaign
-    from ..errors import InputError
-
     if args.workers is not None and args.workers < 1:
         raise InputError(f"--workers must be at least 1, got {args.workers}", field="workers")
     if args.workers is not None and args.cluster:

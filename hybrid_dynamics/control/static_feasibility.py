@@ -33,6 +33,7 @@ from typing import Dict, List
 
 import numpy as np
 import pinocchio as pin
+from scipy.optimize import minimize
 
 from ..model.morphology import Morphology, MorphologyMap
 from .locomotion.swing import convex_hull, margin as hull_margin
@@ -56,8 +57,6 @@ class Feasibility:
 def static_feasibility(robot, morphology: Morphology, *, margin_required: float = 0.0,
                        starts=(0.0, 0.4, -0.4)) -> Feasibility:
     """The best standing posture of ``robot`` with ``morphology`` (see the module docstring)."""
-    from scipy.optimize import minimize
-
     mmap = MorphologyMap(robot, morphology)
     model = mmap.model
     data = model.createData()

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Optional, Sequence, Tuple
 
 import numpy as np
+import proxsuite
 
 
 @dataclass
@@ -77,8 +78,6 @@ def plan_com_path(t0: float, h: float, p0: np.ndarray, v0: np.ndarray, p_ref: np
     """The path of the module docstring. ``p_ref`` (K, 2) and ``polygons`` (K entries, ``(A, b)``
     with ``A x <= b`` inside, or None for no constraint) are given at the samples
     ``t0 + (i + 1) h``, i = 0..K-1. Returns None if the QP has no solution."""
-    import proxsuite
-
     K = len(p_ref)
     n = 2 * K
     # p_{i+1} = p0 + v0 (i+1) h + sum_{j<=i} a_j h^2 (i - j + 1/2): P (K x K), per axis

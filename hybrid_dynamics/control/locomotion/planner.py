@@ -26,6 +26,7 @@ with complete gait groups: the tripod; 4 or 5: the wave gait; 3: stand still, Co
 """
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from typing import Dict, List, Mapping, Optional, Sequence
 
@@ -49,7 +50,7 @@ class LocomotionConfig:
     max_shift: float = 0.1              # m, largest body offset from the nominal frame (leg reach)
     stability_margin: float = 0.02      # m, CoM inside the support polygon
     settle_time: float = 0.4            # s after a morphology change before the new gait starts
-    landing_time: float = 0.08          # s for a foot in the air at a morphology change to land (fast: a lost stance leg tips the body)
+    landing_time: float = 0.05          # s for a foot in the air at a morphology change to land (fast: a lost stance leg tips the body; 0.08 s let the CoM of six double losses leave the polygon, campaign)
     max_speed: float = 0.15             # m/s, |cmd_vel| is clipped to this
     max_stride: float = 0.075           # m a stance foot may sweep under the body: caps the speed per gait
     max_yaw_rate: float = 0.5           # rad/s
@@ -208,6 +209,9 @@ class LocomotionPlanner:
                 if leg in self.walking and not self.scheduler.phase(t, leg).stance and leg in legs:
                     target = self._foothold_now(frame)
                     self.landing[frame] = (self.feet_pos[frame].copy(), target, t, t + self.config.landing_time)
+                    # the swing it was on is over: it stays where it lands, not at that swing's target
+                    self.lift_from.pop(frame, None)
+                    self.touchdown.pop(frame, None)
         self.walking = legs
         self.body_plan = None
         self._redistribute(legs, pattern)
@@ -272,7 +276,6 @@ class LocomotionPlanner:
         self.nominal = {f: p.copy() for f, p in self.nominal0.items()}
         if not pattern.static or len(legs) < 4:
             return
-        import itertools
         grid = np.linspace(-self.config.max_splay, self.config.max_splay, 5 if len(legs) <= 4 else 3)
         frames = [self.frame_of[leg] for leg in legs]
         hips = [np.append(self.hips[leg], 0.0) for leg in legs]
