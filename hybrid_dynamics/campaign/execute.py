@@ -13,7 +13,8 @@ flag; independent of every other run and deterministic per seed (MuJoCo and the 
 are seeded, nothing reads the wall clock but the timeout). A run that raises is recorded as
 ``crashed`` with the exception; a run whose worker process dies is recorded as ``crashed``
 (the scheduler is told to give up on a task at its first worker death,
-``distributed.scheduler.allowed-failures: 0``, on a local cluster); a run that exceeds its
+``distributed.scheduler.allowed-failures: 0``, and a worker holds no queued run that would die
+with it, ``worker-saturation: 1.0``, on a local cluster); a run that exceeds its
 wall-time limit stops and is recorded as ``timeout``. The campaign goes on in every case.
 
 **Table** (CSV, ``results.csv`` in ``--out``, one row per run, appended as runs finish): a
@@ -184,12 +185,18 @@ def run_campaign(spec: CampaignSpec, out: Path, *, workers: Optional[int] = None
     period = LocomotionConfig.from_dict(spec.scenario.get("locomotion")).tripod_period
     runs = expand(spec, robot, period)
     table = out / TABLE
-    done = {row["run_id"] for row in read_table(table)}
+    earlier = read_table(table)
+    done = {row["run_id"] for row in earlier}
+    known = {row["fault"]: {"feasible": row["feasible"] == "True", "feasibility_margin_m": row["feasibility_margin_m"]}
+             for row in earlier if row["feasible"] in ("True", "False")}
     todo = [r for r in runs if r.run_id not in done]
     wall0 = time.perf_counter()
     n_workers = 0
     if todo:
+        # worker-saturation 1.0: a worker holds only the run it executes (with the default 1.1
+        # it queues a second one, which dies with it when the first kills the process)
         with dask.config.set({"distributed.scheduler.allowed-failures": 0,
+                              "distributed.scheduler.worker-saturation": 1.0,
                               "distributed.worker.daemon": False}):
             local = None
             if cluster:
@@ -201,7 +208,8 @@ def run_campaign(spec: CampaignSpec, out: Path, *, workers: Optional[int] = None
                 client = Client(local)
             try:
                 n_workers = len(client.scheduler_info()["workers"])
-                faults = {r.fault.id: r.fault for r in todo}
+                # once per fault, ahead of the runs; a restart reuses what its table holds
+                faults = {r.fault.id: r.fault for r in todo if r.fault.id not in known}
                 feasibility = {fid: client.submit(feasibility_row, spec.robot, f.event_list(), pure=False,
                                                   key=f"feasibility-{slug(fid)}", priority=1)
                                for fid, f in faults.items()}
@@ -216,7 +224,7 @@ def run_campaign(spec: CampaignSpec, out: Path, *, workers: Optional[int] = None
                         row = base_row(run)
                         row.update({"outcome": "crashed", "stopped": f"worker died ({type(exc).__name__})"})
                     try:
-                        row.update(feasibility[run.fault.id].result())
+                        row.update(known.get(run.fault.id) or feasibility[run.fault.id].result())
                     except Exception as exc:
                         row["feasible"] = f"error: {type(exc).__name__}"
                     append_row(table, row)
