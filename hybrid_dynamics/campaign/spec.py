@@ -46,7 +46,7 @@ SCENARIO_FIELDS = {"sensors", "controller", "locomotion", "detector", "control_r
 @dataclass(frozen=True)
 class Fault:
     """One fault: its id (``leg1+leg2``, ``leg3/links2``, ``leg1_femur_joint@lock``), its kind
-    and the damage events of the ``morphology_manager/damage`` schema (ros/damage.py)."""
+    and the damage events of the ``morphology_manager/damage`` schema (model/damage_events.py)."""
     id: str
     kind: str
     events: Tuple[Tuple[Tuple[str, Any], ...], ...]
