@@ -16,80 +16,104 @@ from ..dynamics.closed_chain import LoopClosureKinematics
 from .log import Log
 
 
-def log_from_bag(path: Path, robot):
+def _sec(stamp) -> float:
+    return stamp.sec + 1e-9 * stamp.nanosec
+
+
+class _LogReader:
+    """Fills a :class:`Log` from a graph's bag, one handler per topic (see log_from_bag)."""
+
+    def __init__(self, robot):
+        self.frames = [c.frame for c in robot.contacts]
+        self.n_legs = len(robot.legs)
+        self.log = Log(forces={f: [] for f in self.frames})
+        self.gt_t, self.est_t, self.est_p, self.forces = [], [], [], []
+        self.stat_t, self.stat, self.morph_t, self.alive = [], [], [], []
+        self.handlers = {
+            "/sim/ground_truth/odometry": self.ground_truth,
+            "/state_estimator/odometry": self.estimate,
+            "/sim/ground_truth/contact_forces": self.contact_forces,
+            "/whole_body_controller/cycle": self.cycle,
+            "/morphology_manager/detector": self.detector,
+            "/sim/ground_truth/morphology": self.damage,
+            "/morphology_manager/morphology": self.morphology,
+        }
+
+    def ground_truth(self, msg, t_bag: float) -> None:
+        p, o = msg.pose.pose.position, msg.pose.pose.orientation
+        self.gt_t.append(_sec(msg.header.stamp))
+        self.log.pos.append(np.array([p.x, p.y, p.z]))
+        self.log.rpy.append(pin.rpy.matrixToRpy(pin.Quaternion(o.w, o.x, o.y, o.z).toRotationMatrix()))
+
+    def estimate(self, msg, t_bag: float) -> None:
+        p = msg.pose.pose.position
+        self.est_t.append(_sec(msg.header.stamp))
+        self.est_p.append(np.array([p.x, p.y, p.z]))
+
+    def contact_forces(self, msg, t_bag: float) -> None:
+        self.forces.append(np.asarray(msg.data, float).reshape(-1, 3))
+
+    def cycle(self, msg, t_bag: float) -> None:
+        d = np.asarray(msg.data, float)
+        lg = self.log
+        lg.solve_ms.append(float(d[0]))
+        lg.cycle_ms.append(float(d[1]))
+        lg.fallback.append(bool(d[2] > 0.5))
+        lg.infeasible.append(bool(d[3] > 0.5))
+
+    def detector(self, msg, t_bag: float) -> None:
+        self.stat_t.append(t_bag)
+        self.stat.append(float(msg.data[0]))
+
+    def damage(self, msg, t_bag: float) -> None:
+        data = yaml.safe_load(msg.data) or {}
+        self.morph_t.append(t_bag)
+        self.alive.append(sum(1 for k in (data.get("links_kept") or {}).values() if k > 0))
+        self.log.events.append({"t": round(t_bag, 4), "kind": "damage", "morphology": data.get("description", "")})
+
+    def morphology(self, msg, t_bag: float) -> None:
+        data = yaml.safe_load(msg.data) or {}
+        if int(data.get("revision", 0)) <= 0:
+            return
+        desc, source = data.get("description", ""), data.get("source", "")
+        if source == "detected":
+            self.log.events.append({"t": round(t_bag, 4), "kind": "detection", "what": desc})
+        self.log.events.append({"t": round(t_bag, 4), "kind": "morphology", "source": source, "morphology": desc})
+
+    def finish(self) -> Log:
+        """Rows at the ground-truth stamps; the other series held from their latest value."""
+        lg = self.log
+        lg.t = self.gt_t
+        t = np.asarray(self.gt_t)
+
+        def held(times, values, default):
+            idx = np.searchsorted(np.asarray(times), t, side="right") - 1
+            return [values[i] if i >= 0 else default for i in idx]
+        lg.est_pos = held(self.est_t, self.est_p, np.full(3, np.nan))
+        lg.statistic = held(self.stat_t, self.stat, np.nan)
+        lg.legs_alive = held(self.morph_t, self.alive, self.n_legs)
+        for k in range(len(t)):
+            F = self.forces[k] if k < len(self.forces) else np.zeros((len(self.frames), 3))
+            for i, f in enumerate(self.frames):
+                lg.forces[f].append(F[i] if i < len(F) else np.zeros(3))
+        lg.events.sort(key=lambda e: e["t"])
+        return lg
+
+
+def log_from_bag(path: Path, robot) -> Log:
     """A run's :class:`~hybrid_dynamics.sim.log.Log` from a bag recorded through the ROS
     graph (ros/scenario.py), for the same summary and plots as the library loop: rows at the
     ground-truth odometry stamps; the estimate, detector statistic and true morphology held
     from their latest message; QP statistics one row per controller cycle; the morphology
     timeline from /sim/ground_truth/morphology (damage) and /morphology_manager/morphology."""
     ts = get_typestore(Stores.ROS2_JAZZY)
-    frames = [c.frame for c in robot.contacts]
-    log = Log(forces={f: [] for f in frames})
-    gt_t, est_t, est_p, forces, stat_t, stat, morph_t, alive = [], [], [], [], [], [], [], []
-    n_legs = len(robot.legs)
-
-    def sec(stamp) -> float:
-        return stamp.sec + 1e-9 * stamp.nanosec
-
-    with Reader(Path(path)) as reader:
-        for conn, t_ns, raw in reader.messages():
-            topic = conn.topic
-            if topic not in ("/sim/ground_truth/odometry", "/state_estimator/odometry", "/whole_body_controller/cycle",
-                             "/sim/ground_truth/contact_forces", "/morphology_manager/detector",
-                             "/sim/ground_truth/morphology", "/morphology_manager/morphology"):
-                continue
-            msg = ts.deserialize_cdr(raw, conn.msgtype)
-            t_bag = t_ns * 1e-9
-            if topic == "/sim/ground_truth/odometry":
-                p, o = msg.pose.pose.position, msg.pose.pose.orientation
-                gt_t.append(sec(msg.header.stamp))
-                log.pos.append(np.array([p.x, p.y, p.z]))
-                R = pin.Quaternion(o.w, o.x, o.y, o.z).toRotationMatrix()
-                log.rpy.append(pin.rpy.matrixToRpy(R))
-            elif topic == "/state_estimator/odometry":
-                p = msg.pose.pose.position
-                est_t.append(sec(msg.header.stamp))
-                est_p.append(np.array([p.x, p.y, p.z]))
-            elif topic == "/sim/ground_truth/contact_forces":
-                forces.append(np.asarray(msg.data, float).reshape(-1, 3))
-            elif topic == "/whole_body_controller/cycle":
-                d = np.asarray(msg.data, float)
-                log.solve_ms.append(float(d[0]))
-                log.cycle_ms.append(float(d[1]))
-                log.fallback.append(bool(d[2] > 0.5))
-                log.infeasible.append(bool(d[3] > 0.5))
-            elif topic == "/morphology_manager/detector":
-                stat_t.append(t_bag)
-                stat.append(float(msg.data[0]))
-            else:
-                data = yaml.safe_load(msg.data) or {}
-                desc = data.get("description", "")
-                if topic == "/sim/ground_truth/morphology":
-                    morph_t.append(t_bag)
-                    alive.append(sum(1 for k in (data.get("links_kept") or {}).values() if k > 0))
-                    log.events.append({"t": round(t_bag, 4), "kind": "damage", "morphology": desc})
-                elif int(data.get("revision", 0)) > 0:
-                    source = data.get("source", "")
-                    if source == "detected":
-                        log.events.append({"t": round(t_bag, 4), "kind": "detection", "what": desc})
-                    log.events.append({"t": round(t_bag, 4), "kind": "morphology", "source": source,
-                                       "morphology": desc})
-    log.t = gt_t
-    t = np.asarray(gt_t)
-
-    def held(times, values, default):
-        """The latest value at or before each row time (``default`` before the first)."""
-        idx = np.searchsorted(np.asarray(times), t, side="right") - 1
-        return [values[i] if i >= 0 else default for i in idx]
-    log.est_pos = held(est_t, est_p, np.full(3, np.nan))
-    log.statistic = held(stat_t, stat, np.nan)
-    log.legs_alive = held(morph_t, alive, n_legs)
-    for k in range(len(t)):
-        F = forces[k] if k < len(forces) else np.zeros((len(frames), 3))
-        for i, f in enumerate(frames):
-            log.forces[f].append(F[i] if i < len(F) else np.zeros(3))
-    log.events.sort(key=lambda e: e["t"])
-    return log
+    reader = _LogReader(robot)
+    with Reader(Path(path)) as bag:
+        for conn, t_ns, raw in bag.messages():
+            handler = reader.handlers.get(conn.topic)
+            if handler is not None:
+                handler(ts.deserialize_cdr(raw, conn.msgtype), t_ns * 1e-9)
+    return reader.finish()
 
 
 def closed_chain_metrics(path: Path, robot):

@@ -78,8 +78,8 @@ def available() -> List[str]:
     return sorted(p.stem for p in scenarios_dir().glob("*.yaml"))
 
 
-def load_scenario(name_or_path: str) -> Scenario:
-    """A scenario by name (``config/scenarios/<name>.yaml``) or by path."""
+def scenario_path(name_or_path: str) -> Path:
+    """``config/scenarios/<name>.yaml`` for a name, else the path itself (which must exist)."""
     text = str(name_or_path)
     path = Path(text)
     if path.suffix not in (".yaml", ".yml"):
@@ -89,73 +89,95 @@ def load_scenario(name_or_path: str) -> Scenario:
                              "or give a path to a scenario .yaml")
     elif not path.is_file():
         raise InputError("file not found", file=str(path))
-    doc = load_yaml(path)
-    data = doc.data
-    if not isinstance(data, dict):
-        raise doc.error("expected a mapping (robot, duration, cmd_vel, damage, ...)")
-    for key in data:
-        if key not in FIELDS:
-            raise doc.error(f"unknown field (expected one of {', '.join(sorted(FIELDS))})", key)
-    sc = Scenario(name=path.stem, path=path)
+    return path
 
-    def number(value, *where, positive=False):
+
+class _Fields:
+    """Typed reads of a scenario file's fields; errors name the file, line and field."""
+
+    def __init__(self, doc):
+        self.doc = doc
+        self.data = doc.data
+
+    def number(self, value, *where, positive=False) -> float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise doc.error(f"expected a number, got {value!r}", *where)
+            raise self.doc.error(f"expected a number, got {value!r}", *where)
         if positive and not value > 0:
-            raise doc.error(f"must be positive, got {value}", *where)
+            raise self.doc.error(f"must be positive, got {value}", *where)
         return float(value)
 
-    def mapping(key):
-        value = data.get(key) or {}
+    def mapping(self, key) -> dict:
+        value = self.data.get(key) or {}
         if not isinstance(value, dict):
-            raise doc.error("expected a mapping", key)
+            raise self.doc.error("expected a mapping", key)
         return dict(value)
 
+    def known(self, keys, allowed, *where) -> None:
+        for key in keys:
+            if key not in allowed:
+                raise self.doc.error(f"unknown field (expected {', '.join(sorted(allowed))})", *where, key)
+
+
+def load_scenario(name_or_path: str) -> Scenario:
+    """A scenario by name (``config/scenarios/<name>.yaml``) or by path."""
+    path = scenario_path(name_or_path)
+    doc = load_yaml(path)
+    if not isinstance(doc.data, dict):
+        raise doc.error("expected a mapping (robot, duration, cmd_vel, damage, ...)")
+    f = _Fields(doc)
+    data = doc.data
+    f.known(data, FIELDS)
+    sc = Scenario(name=path.stem, path=path)
     sc.robot = str(data.get("robot", sc.robot))
     sc.description = str(data.get("description", ""))
     if "duration" in data:
-        sc.duration = number(data["duration"], "duration", positive=True)
+        sc.duration = f.number(data["duration"], "duration", positive=True)
     if "control_rate" in data:
-        sc.control_rate = number(data["control_rate"], "control_rate", positive=True)
+        sc.control_rate = f.number(data["control_rate"], "control_rate", positive=True)
     if "seed" in data:
         if isinstance(data["seed"], bool) or not isinstance(data["seed"], int):
             raise doc.error("expected an integer", "seed")
         sc.seed = data["seed"]
-    cmd = mapping("cmd_vel")
-    for key, value in cmd.items():
-        if key not in CMD_FIELDS:
-            raise doc.error(f"unknown field (expected {', '.join(sorted(CMD_FIELDS))})", "cmd_vel", key)
-        sc.cmd_vel[key] = number(value, "cmd_vel", key)
-    damage = mapping("damage")
-    if damage:
-        for key in damage:
-            if key not in DAMAGE_FIELDS:
-                raise doc.error(f"unknown field (expected {', '.join(sorted(DAMAGE_FIELDS))})", "damage", key)
-        if "at" not in damage:
-            raise doc.error("missing: when the damage happens (s)", "damage", "at")
-        sc.damage_at = number(damage["at"], "damage", "at")
-        declared = damage.get("declared", True)
-        if not isinstance(declared, bool):
-            raise doc.error("expected true or false", "damage", "declared")
-        sc.declared = declared
-        events = damage.get("events")
-        if not isinstance(events, list) or not events:
-            raise doc.error("expected a non-empty list of damage events", "damage", "events")
-        sc.damage_events = events
+    cmd = f.mapping("cmd_vel")
+    f.known(cmd, CMD_FIELDS, "cmd_vel")
+    sc.cmd_vel.update({key: f.number(value, "cmd_vel", key) for key, value in cmd.items()})
+    _read_damage(f, sc)
     for key in ("sensors", "controller", "locomotion", "detector", "balance"):
-        setattr(sc, key, mapping(key))
+        setattr(sc, key, f.mapping(key))
     if "references" in data:
         if data["references"] not in REFERENCES:
             raise doc.error(f"expected one of {', '.join(REFERENCES)}, got {data['references']!r}", "references")
         sc.references = data["references"]
-    # check the parts owned by other modules now, with this file's name on the error
+    _check_settings(doc, sc)
+    return sc
+
+
+def _read_damage(f: _Fields, sc: Scenario) -> None:
+    damage = f.mapping("damage")
+    if not damage:
+        return
+    f.known(damage, DAMAGE_FIELDS, "damage")
+    if "at" not in damage:
+        raise f.doc.error("missing: when the damage happens (s)", "damage", "at")
+    sc.damage_at = f.number(damage["at"], "damage", "at")
+    declared = damage.get("declared", True)
+    if not isinstance(declared, bool):
+        raise f.doc.error("expected true or false", "damage", "declared")
+    sc.declared = declared
+    events = damage.get("events")
+    if not isinstance(events, list) or not events:
+        raise f.doc.error("expected a non-empty list of damage events", "damage", "events")
+    sc.damage_events = events
+
+
+def _check_settings(doc, sc: Scenario) -> None:
+    """The parts other modules own are checked now, with this file's name on the error."""
     for key, check in (("sensors", ImuNoise.from_dict), ("locomotion", LocomotionConfig.from_dict),
                        ("detector", DamageDetectorConfig.from_dict), ("balance", WeightShift.from_dict)):
         try:
             check(getattr(sc, key))
         except (InputError, TypeError, ValueError) as exc:
             raise doc.error(str(exc.detail if isinstance(exc, InputError) else exc), key) from None
-    return sc
 
 
 def check_events(sc: Scenario, robot) -> None:
