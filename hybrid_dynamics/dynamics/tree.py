@@ -197,28 +197,7 @@ class HealthyTree(TreeArrays):
         self.parent_ext = self.parent.copy()
         self.parent_ext[0] = n + 1
         self._lock_bases()
-        self.children_list = [[] for _ in range(n + 1)]
-        for b in range(1, n + 1):
-            self.children_list[self.parent[b]].append(b)
-        # each tip's frame as carried by each possible compiled body
-        self.tip_frames = [([TipFrame(t.name, h, t.R, t.p) for h in range(n + 1)], t.body) for t in self.tips]
-        # per body, everything its lock changes in one basis: c @ lock_all[b] with c = [1, c1, c2,
-        # c1^2, c1 c2, c2^2] is [merged inertia (36) | each child's placement (12) | each tip's (12)]
-        self.tips_on = [[] for _ in range(n + 1)]
-        for i, t in enumerate(self.tips):
-            self.tips_on[t.body].append(i)
-        pad = np.zeros((3, 12))
-        self.lock_all = [np.concatenate([self.lock_inertia[b]]
-                                        + [np.vstack([self.child_basis[c], pad]) for c in self.children_list[b]]
-                                        + [np.vstack([self.tip_basis[i], pad]) for i in self.tips_on[b]], 1)
-                         for b in range(n + 1)]
-        # where each child's and tip's placement sits in that product
-        self.lock_kids = [[(36 + 12 * j, c) for j, c in enumerate(self.children_list[b])] for b in range(n + 1)]
-        self.lock_tips = [[(36 + 12 * (len(self.children_list[b]) + j), i) for j, i in enumerate(self.tips_on[b])]
-                          for b in range(n + 1)]
-        # the per-body arrays a compiled tree gathers, side by side: one gather per morphology
-        self.packed = np.concatenate([self.R0.reshape(n + 1, 9), self.p0, self.I6.reshape(n + 1, 36),
-                                      self.axis, self.S], 1)
+        self._lock_tables()
 
     def _lock_bases(self) -> None:
         """Angle-free pieces of a lock. Body b's frame in its parent's at joint position th is
@@ -258,3 +237,31 @@ class HealthyTree(TreeArrays):
             Rt = RA[b] @ t.R
             pt = RA[b] @ t.p + PA[b]
             self.tip_basis.append(np.concatenate([Rt.reshape(3, 9), pt], 1))
+
+    def _lock_tables(self) -> None:
+        """Per body, everything its lock changes, side by side (one product per lock), and the
+        per-body arrays a compiled tree gathers (one gather per morphology)."""
+        n = self.n
+        self.children_list = [[] for _ in range(n + 1)]
+        for b in range(1, n + 1):
+            self.children_list[self.parent[b]].append(b)
+        # each tip's frame as carried by each possible compiled body
+        self.tip_frames = [([TipFrame(t.name, h, t.R, t.p) for h in range(n + 1)], t.body) for t in self.tips]
+        # per body, everything its lock changes in one basis: c @ lock_all[b] with c = [1, c1, c2,
+        # c1^2, c1 c2, c2^2] is [merged inertia (36) | each child's placement (12) | each tip's (12)]
+        self.tips_on = [[] for _ in range(n + 1)]
+        for i, t in enumerate(self.tips):
+            self.tips_on[t.body].append(i)
+        pad = np.zeros((3, 12))
+        self.lock_all = [np.concatenate([self.lock_inertia[b]]
+                                        + [np.vstack([self.child_basis[c], pad]) for c in self.children_list[b]]
+                                        + [np.vstack([self.tip_basis[i], pad]) for i in self.tips_on[b]], 1)
+                         for b in range(n + 1)]
+        # where each child's and tip's placement sits in that product
+        self.lock_kids = [[(36 + 12 * j, c) for j, c in enumerate(self.children_list[b])] for b in range(n + 1)]
+        self.lock_tips = [[(36 + 12 * (len(self.children_list[b]) + j), i) for j, i in enumerate(self.tips_on[b])]
+                          for b in range(n + 1)]
+        # the per-body arrays a compiled tree gathers, side by side: one gather per morphology
+        self.packed = np.concatenate([self.R0.reshape(n + 1, 9), self.p0, self.I6.reshape(n + 1, 36),
+                                      self.axis, self.S], 1)
+
