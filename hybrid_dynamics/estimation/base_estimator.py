@@ -13,6 +13,15 @@ measure    p_fi - p = R r_i(q)                      leg kinematics (r_i in the b
            p_fi,z   = ground_height                 a stance foot is on the ground
            every swing-foot row gets a huge noise, so it has no weight.
 
+Health (checked every cycle): the state and covariance are finite, the covariance of the
+base position and velocity is positive definite and below ``max_covariance``, and the
+innovation is within the gate (its normalised square nu^T S^-1 nu per measured row below
+``innovation_gate``: a measurement that many standard deviations away means the state, not
+the sensor, is wrong, since the inputs passed the plausibility limits of
+estimation/plausibility.py). An unhealthy filter is reset and runs the current sample as its
+first one (base height from the stance feet, as at start); :attr:`BaseEstimator.health`
+says why and counts the restarts.
+
 Conventions are Pinocchio's (docs/ARCHITECTURE.md): ``q = [p, quat xyzw, joints]``,
 ``v = [R^T v_world, w_local, joint rates]``. Vectors passed in and out are *healthy-size*
 (every 1-DoF joint of the robot, in Pinocchio's order); joints a morphology removed are
@@ -20,13 +29,17 @@ simply ignored (their contacts are never measured).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Dict, Mapping, Optional, Sequence
 
 import numpy as np
 import pinocchio as pin
+from scipy.linalg import lapack
 
 from ..errors import reject_unknown_settings
+
+_potrf = lapack.dpotrf
 
 GRAVITY = np.array([0.0, 0.0, -9.81])
 
@@ -63,12 +76,25 @@ class BaseEstimatorConfig:
     swing_measurement_noise: float = 1e3
     ground_height: float = 0.0
     use_foot_height: bool = True
+    innovation_gate: float = 1.0e4    # mean nu^T S^-1 nu per measured row: beyond, re-initialise
+    max_covariance: float = 1.0e2     # m^2, (m/s)^2: bound on the base block of the covariance
 
     @classmethod
     def from_dict(cls, data: Optional[Mapping] = None) -> "BaseEstimatorConfig":
         data = dict(data or {})
         reject_unknown_settings(cls, data, "base estimator", "estimator")
         return cls(**{k: type(getattr(cls, k))(v) for k, v in data.items()})
+
+
+@dataclass
+class EstimatorHealth:
+    """The filter's self-check: ``healthy`` after the last cycle, ``reason`` of the last
+    re-initialisation, how many there were, and the last innovation statistic (mean
+    normalised innovation squared per measured row)."""
+    healthy: bool = True
+    reason: str = ""
+    resets: int = 0
+    innovation: float = 0.0
 
 
 class BaseEstimator:
@@ -107,6 +133,7 @@ class BaseEstimator:
         self.C = C
         self._q0 = pin.neutral(self.model)
         self._v0 = np.zeros(self.model.nv)
+        self.health = EstimatorHealth()
         self.reset()
 
     # ------------------------------------------------------------------ state
@@ -141,6 +168,10 @@ class BaseEstimator:
     def update(self, t: float, qj: np.ndarray, vj: np.ndarray, imu: ImuSample,
                stance: Mapping[str, bool]) -> BaseState:
         """One filter step at time ``t`` (s) with healthy-size joint positions/velocities."""
+        if self.initialized:
+            fault = self._fault()                             # the state this cycle starts from
+            if fault:
+                return self._restart(fault, t, qj, vj, imu, stance)
         cfg = self.config
         qj = np.asarray(qj, dtype=float)
         vj = np.asarray(vj, dtype=float)
@@ -154,7 +185,8 @@ class BaseEstimator:
         r_w = r @ R.T                                          # rows: R r_i
         contact = np.array([bool(stance.get(f, False)) for f in self.frames]) & self.active
 
-        if not self.initialized:
+        fresh = not self.initialized
+        if fresh:
             self._initialize(r_w, contact)
             self.t = t
         dt = float(np.clip(t - self.t, 0.0, 0.1))
@@ -192,15 +224,55 @@ class BaseEstimator:
         S = C @ PCt
         S[np.diag_indices(self.nz)] += r_diag
         innovation = z - C @ x
+        rhs = np.empty((self.nz, self.nx + 1))        # K^T and S^-1 nu from one solve
+        rhs[:, :self.nx] = PCt.T
+        rhs[:, self.nx] = innovation
         try:
-            K = np.linalg.solve(S, PCt.T).T
+            sol = np.linalg.solve(S, rhs)
         except np.linalg.LinAlgError:
-            K = PCt @ np.linalg.pinv(S)
-        x += K @ innovation
-        P -= K @ PCt.T
+            sol = np.linalg.pinv(S) @ rhs
+        measured = max(int(np.count_nonzero(r_diag < big)), 1)
+        with np.errstate(over="ignore", invalid="ignore"):      # a corrupted state: judged below
+            nis = float(innovation @ sol[:, self.nx]) / measured
+        self.health.innovation = nis
+        if not nis <= cfg.innovation_gate and not fresh:
+            return self._restart(f"innovation {nis:.3g} per row beyond the gate {cfg.innovation_gate:g}",
+                                 t, qj, vj, imu, stance)
+        x += sol[:, :self.nx].T @ innovation
+        P -= sol[:, :self.nx].T @ PCt.T
         P[:] = 0.5 * (P + P.T)
         self.x, self.P = x, P
+        fault = self._fault()
+        if fault and not fresh:
+            return self._restart(fault, t, qj, vj, imu, stance)
+        self.health.healthy = not fault
         return self._state(R, w_b, qj, vj, r_w)
+
+    def _fault(self) -> str:
+        """Why the state is unhealthy, or '' (a few microseconds: one sum per array, the
+        diagonal, a 6 x 6 Cholesky through LAPACK)."""
+        x, P = self.x, self.P
+        if not math.isfinite(float(x.sum()) + float(P.sum())):     # NaN, inf, or overflowing
+            return "state or covariance not finite"
+        diag = P.diagonal()
+        worst = float(diag[:6].max())
+        if worst > self.config.max_covariance:
+            return f"base covariance {worst:.3g} beyond {self.config.max_covariance:g}"
+        if not float(diag.min()) > 0.0:
+            return "covariance not positive"
+        if _potrf(P[0:6, 0:6])[1] != 0:
+            return "base covariance not positive definite"
+        return ""
+
+    def _restart(self, reason: str, *sample) -> BaseState:
+        """Say why, then run this sample through a reset filter, as the first one."""
+        h = self.health
+        h.reason = reason
+        h.resets += 1
+        self.reset()
+        state = self.update(*sample)
+        h.healthy = False
+        return state
 
     def _initialize(self, r_w: np.ndarray, contact: np.ndarray) -> None:
         cfg = self.config

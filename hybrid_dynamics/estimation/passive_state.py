@@ -26,7 +26,10 @@ singularity, when a measured actuator leaves its stroke (with ``stroke_margin``)
 the measured actuators cannot close the loops (outside the workspace: checked by a Newton
 re-closure whenever the measurement jumps by more than ``jump_tol`` in one cycle),
 the estimator keeps its last valid state, returns it with ``valid = False`` and says why in
-``status``. :func:`calibrate` is the encoder calibration of section 2.9.
+``status``. Health: an internal state or an estimate that is not finite, or a loop residual
+beyond ``residual_max`` that re-closing cannot repair, restarts the estimator from the next
+measurement (as at the first one; the last valid estimate is kept meanwhile); ``health``
+(``estimation.base_estimator.EstimatorHealth``) counts the restarts and says why. :func:`calibrate` is the encoder calibration of section 2.9.
 """
 from __future__ import annotations
 
@@ -36,6 +39,7 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 from ..dynamics.closed_chain import LoopClosureKinematics
+from .base_estimator import EstimatorHealth
 
 OK = "ok"
 NEAR_SINGULAR = "near_singular"
@@ -79,6 +83,7 @@ class PassiveStateEstimator:
         self.theta: Optional[np.ndarray] = None     # internal q (nq)
         self.last_valid: Optional[PassiveEstimate] = None
         self._pending = None                        # Euler step waiting for the next stamp
+        self.health = EstimatorHealth()             # restarts from a measurement
 
     @property
     def actuated_joints(self) -> List[str]:
@@ -124,6 +129,8 @@ class PassiveStateEstimator:
         if self._pending is not None:          # the previous cycle's Euler step, now dt is known
             self._advance(self._pending, None if t is None else float(t))
             self._pending = None
+        if self.theta is not None and not np.isfinite(self.theta).all():
+            self.restart("internal state not finite")
         q_a = np.asarray(q_a, dtype=float)
         v_a = np.asarray(v_a, dtype=float)
         # one dot product is non-finite whenever an entry is (overflow: checked exactly)
@@ -191,6 +198,10 @@ class PassiveStateEstimator:
         # first-order completion at the measurement: the passive joints follow the actuators'
         # offset from the prediction through J_m (closure error second order in the offset)
         q_out[kin.qu] += X[:, 1]
+        if not (np.isfinite(q_out).all() and np.isfinite(v).all()):
+            self.restart("estimate not finite")
+            return self._invalid(OUT_OF_WORKSPACE, "estimate not finite: restarting from the next measurement")
+        self.health.healthy = True
         est = PassiveEstimate(q_out, v, residual, rcond, True)
         # stabilised passive velocity (eq. 37) and Euler step (eq. 40): with a time stamp the
         # step is taken at the next update, over the true interval
@@ -201,6 +212,14 @@ class PassiveStateEstimator:
             self._pending = step
         self.last_valid = est
         return est
+
+    def restart(self, reason: str) -> None:
+        """Forget the state: the next update initialises from its measurement (health)."""
+        self.theta = None
+        self._pending = None
+        self.health.resets += 1
+        self.health.reason = reason
+        self.health.healthy = False
 
     def _serial(self, th, q_a, v_a, v_base, t) -> PassiveEstimate:
         kin = self.kin

@@ -35,6 +35,8 @@ class BaseNode(LeanNode):
         self.group = MutuallyExclusiveCallbackGroup()
         self.diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", STATE_QOS)
         self.faults: Counter = Counter()
+        self.fault_fields: Counter = Counter()     # rejected messages by field
+        self._restarts_seen = 0
         self._logged: set = set()
         self.last_fault = ""
         self.morphology = Morphology.healthy(self.robot)
@@ -52,13 +54,24 @@ class BaseNode(LeanNode):
     def now(self) -> float:
         return self.get_clock().now().nanoseconds * 1e-9
 
-    def fault(self, kind: str, text: str) -> None:
-        """Count a fault; log it the first time this kind happens."""
+    def fault(self, kind: str, text: str, field: str = "") -> None:
+        """Count a fault (and the message field at fault, if any); log it the first time
+        this kind happens."""
         self.faults[kind] += 1
+        if field:
+            self.fault_fields[field] += 1
         self.last_fault = f"{kind}: {text}"
         if kind not in self._logged:
             self._logged.add(kind)
             self.get_logger().warning(f"{kind}: {text} (logged once; counted on /diagnostics)")
+
+    def note_restarts(self, core) -> None:
+        """An estimator that restarted (health, estimation/) in ``core`` (a runtime
+        ``StateCore``) is a fault on /diagnostics (``rejected.estimator_restart``,
+        ``last_fault``), logged once."""
+        if core.restarts != self._restarts_seen:
+            self._restarts_seen = core.restarts
+            self.fault("estimator_restart", core.restart_reason + "; restarted from the next valid samples")
 
     def publish_diagnostics(self, level: int, message: str, values: Dict[str, object]) -> None:
         msg = DiagnosticArray()
@@ -67,6 +80,7 @@ class BaseNode(LeanNode):
                                   message=message, hardware_id=self.robot.name)
         vals = dict(values)
         vals.update({f"rejected.{k}": v for k, v in sorted(self.faults.items())})
+        vals.update({f"rejected_field.{k}": v for k, v in sorted(self.fault_fields.items())})
         vals["morphology_revision"] = self.revision
         vals["last_fault"] = self.last_fault
         status.values = [KeyValue(key=str(k), value=str(v)) for k, v in vals.items()]

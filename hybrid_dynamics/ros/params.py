@@ -24,6 +24,7 @@ from ..control.locomotion import LocomotionConfig
 from ..estimation.base_estimator import BaseEstimatorConfig
 from ..estimation.contact_state import ContactStateConfig
 from ..estimation.damage_detector import DamageDetectorConfig
+from ..estimation.plausibility import PlausibilityConfig
 from ..sim.plant import ImuNoise
 
 INT_MAX = 2 ** 31 - 1
@@ -118,6 +119,7 @@ STATE_ESTIMATOR: Spec = {
                               "whose planned stance replaces contact detection while it arrives; empty: off"),
     **config_group("estimator", BaseEstimatorConfig, signed=("ground_height",)),
     **config_group("contact_detection", ContactStateConfig, signed=("ground_height",)),
+    **config_group("limits", PlausibilityConfig),
 }
 
 WHOLE_BODY_CONTROLLER: Spec = {

@@ -65,7 +65,7 @@ class StateEstimatorNode(BaseNode):
     def _on_imu(self, msg: Imu) -> None:
         out = self.core.add_imu(msg, self.now())
         if out is not None:
-            self.fault(out.kind, "IMU " + out.detail)
+            self.fault(out.kind, "IMU " + out.detail, out.field)
 
     def _on_planned(self, msg: Float64MultiArray) -> None:
         """The stance the controller planned (``~/cycle`` layout: runtime/inputs.cycle_stance)."""
@@ -77,7 +77,7 @@ class StateEstimatorNode(BaseNode):
         now = self.now()
         out = self.core.add_joint_state(msg, now)
         if out is not None:
-            self.fault(out.kind, "joint state " + out.detail)
+            self.fault(out.kind, "joint state " + out.detail, out.field)
             return
         if self.core.buffer.unknown:
             self.fault("unknown_joints", "ignoring " + ", ".join(self.core.buffer.unknown[:4]))
@@ -88,6 +88,7 @@ class StateEstimatorNode(BaseNode):
         if now - self._last_pub < self.min_interval:
             return              # estimate at the publish rate: the filter is time-stamped
         state = self.core.estimate()
+        self.note_restarts(self.core)
         if not (np.all(np.isfinite(state.q)) and np.all(np.isfinite(state.v))):
             self.fault("estimate_nonfinite", "estimator diverged; resetting")
             self.core.estimator.reset()
@@ -144,6 +145,7 @@ class StateEstimatorNode(BaseNode):
             "published": self.published,
             "stance": ",".join(f for f, s in self.core.stance.items() if s),
             "contact_source": self.core.contacts.source,
+            "estimator_restarts": self.core.restarts,
         })
 
 

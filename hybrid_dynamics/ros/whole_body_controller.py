@@ -120,7 +120,7 @@ class WholeBodyControllerNode(BaseNode):
         with self.lock:
             out = self.state.add_imu(msg, self.now())
         if out is not None:
-            self.fault(out.kind, "IMU " + out.detail)
+            self.fault(out.kind, "IMU " + out.detail, out.field)
         elif self.lockstep and self.state.lockstep_after_imu():
             self._cycle()
 
@@ -132,7 +132,7 @@ class WholeBodyControllerNode(BaseNode):
                 self._js_perf = perf
                 self._js_new = True
         if out is not None:
-            self.fault(out.kind, "joint state " + out.detail)
+            self.fault(out.kind, "joint state " + out.detail, out.field)
             return
         if self.state.buffer.unknown:
             self.fault("unknown_joints", "ignoring " + ", ".join(self.state.buffer.unknown[:4]))
@@ -150,6 +150,7 @@ class WholeBodyControllerNode(BaseNode):
             self.stats.deadline_misses += 1
         self._last_start = start
         cycle = self.pipeline.step(self.now(), use_stamps=self.lockstep)
+        self.note_restarts(self.state)
         # the command first: everything else of the cycle happens after it is on the wire
         self.cmd_msg.data = array.array("d", cycle.command.tobytes())
         self.cmd_pub.publish(self.cmd_msg)
@@ -225,6 +226,9 @@ class WholeBodyControllerNode(BaseNode):
             "update_rate_hz": self.rate,
             "safe_mode": self.safe_mode is not None,
             "safe_cycles": self.safe_cycles,
+            "estimator_restarts": self.state.restarts,
+            "accepted_joint_states": self.state.accepted["joint_states"],
+            "accepted_imu": self.state.accepted["imu"],
             **self.stats.recent_ms(),
         })
 

@@ -2,9 +2,12 @@
 (:class:`~hybrid_dynamics.control.controller.WholeBodyController`), in the order of the
 controller's ``joints`` parameter, with the safe-mode damping command beside it.
 
-Safe mode: when inputs are stale (no IMU or joint state for ``stale_timeout``), missing or
-never received, the command is joint damping ``tau = -kd_safe * qd`` on the surviving
-actuated joints, until fresh data returns. Nothing here ever returns NaN.
+Safe mode: when inputs are stale (no accepted IMU or joint state for ``stale_timeout``),
+missing or never received, the command is joint damping ``tau = -kd_safe * qd`` on the
+surviving actuated joints (clipped to their effort limits; zero while the joint states
+themselves are stale, see ``StateCore.safe_velocities``), until fresh data returns: the
+first cycle with fresh accepted samples of both is a QP cycle again. Nothing here ever
+returns NaN.
 """
 from __future__ import annotations
 
@@ -56,6 +59,8 @@ class ControlCore:
         self.fallbacks = 0
         self.nonfinite = 0
         self._jidx = {n: robot.model.joints[robot.model.getJointId(n)].idx_v - 6 for n in robot.joint_names}
+        effort = robot.model.effortLimit[6:]        # safe-mode torques stay within the URDF's
+        self.tau_max = np.where(np.isfinite(effort) & (effort > 0), effort, np.inf)
         self.set_morphology(Morphology.healthy(robot))
 
     def set_morphology(self, morph: Morphology) -> None:
@@ -96,10 +101,12 @@ class ControlCore:
         return cmd
 
     def safe(self, vj: np.ndarray) -> np.ndarray:
-        """Joint damping on the surviving actuated joints (``vj`` healthy-size rates)."""
+        """Joint damping on the surviving actuated joints (``vj`` healthy-size rates), within
+        the URDF effort limits: what safe mode publishes (docs/ros.md, "Safe mode")."""
         cmd = self.command
         cmd[:] = 0.0
         if len(self.live_idx):
             vals = -self.kd_safe * np.asarray(vj)[self.live_v]
-            cmd[self.live_idx] = np.where(np.isfinite(vals), vals, 0.0)
+            limit = self.tau_max[self.live_v]
+            cmd[self.live_idx] = np.clip(np.where(np.isfinite(vals), vals, 0.0), -limit, limit)
         return cmd

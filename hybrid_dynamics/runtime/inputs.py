@@ -10,14 +10,21 @@ JointState (``/joint_states``)
   - joints are matched by **name**: a message may carry any subset in any order; names the
     robot does not have are ignored and reported (``unknown``); joints never received are
     reported as ``missing`` by :class:`JointStateBuffer` until they arrive;
-  - a message whose stamp is older than the last accepted one is dropped (out of order).
+  - every value is plausible (:mod:`hybrid_dynamics.estimation.plausibility`: position
+    within the URDF limits plus a margin, velocity and effort within a factor of theirs);
+  - a message whose stamp is older than the last accepted one is dropped (out of order), one
+    far ahead of it is rejected (``StampGate``).
 
 Imu (``/imu_sensor_broadcaster/imu``)
   - the quaternion is finite and of unit norm within ``QUAT_TOLERANCE`` (a zero or
     non-unit quaternion is rejected; small rounding is renormalised);
   - ``orientation_covariance[0] == -1`` (REP-145: no orientation) is rejected, the base
     estimator needs an orientation;
-  - angular velocity and linear acceleration are finite; out-of-order stamps are dropped.
+  - angular velocity and linear acceleration are finite and within the sensor's range
+    (``InputLimits.check_imu``); out-of-order and far-ahead stamps are refused (``StampGate``).
+
+Every :class:`Rejected` names the field (``joint_state.velocity``, ``imu.linear_acceleration``,
+``imu.header.stamp``, ...) that the nodes count on ``/diagnostics``.
 """
 from __future__ import annotations
 
@@ -28,15 +35,24 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ..estimation.base_estimator import ImuSample
+from ..estimation.plausibility import InputLimits, PlausibilityConfig, StampGate, Violation
 
 QUAT_TOLERANCE = 1e-2
 
 
 @dataclass(frozen=True)
 class Rejected:
-    """Why a message was refused; ``kind`` is a short stable key for counting."""
+    """Why a message was refused; ``kind`` is a short stable key for counting, ``field``
+    the message field at fault (``joint_state.position``, ``imu.orientation``, ...)."""
     kind: str
     detail: str
+    field: str = ""
+
+    @classmethod
+    def implausible(cls, message: str, v: Violation) -> "Rejected":
+        kind = "out_of_order" if v.field == "stamp" and "older" in v.bound else "implausible"
+        field = "header.stamp" if v.field == "stamp" else v.field
+        return cls(kind, str(v), f"{message}.{field}")
 
     def __str__(self) -> str:
         return f"{self.kind}: {self.detail}"
@@ -110,40 +126,52 @@ class JointSample:
     unknown: Tuple[str, ...]
 
 
-def parse_joint_state(msg, matcher: JointStateMatcher):
-    """A :class:`JointSample`, or :class:`Rejected` (module docstring rules)."""
+def parse_joint_state(msg, matcher: JointStateMatcher, limits: Optional[InputLimits] = None):
+    """A :class:`JointSample`, or :class:`Rejected` (module docstring rules; the plausibility
+    limits only when ``limits`` are given)."""
     names = msg.name
     n = len(names)
     pos = np.asarray(msg.position, dtype=float)
     vel = np.asarray(msg.velocity, dtype=float)
     eff = np.asarray(msg.effort, dtype=float)
     if len(pos) != n:
-        return Rejected("length_mismatch", f"{n} names but {len(pos)} positions")
+        return Rejected("length_mismatch", f"{n} names but {len(pos)} positions", "joint_state.position")
     if len(vel) not in (0, n):
-        return Rejected("length_mismatch", f"{n} names but {len(vel)} velocities")
+        return Rejected("length_mismatch", f"{n} names but {len(vel)} velocities", "joint_state.velocity")
     if len(eff) not in (0, n):
-        return Rejected("length_mismatch", f"{n} names but {len(eff)} efforts")
+        return Rejected("length_mismatch", f"{n} names but {len(eff)} efforts", "joint_state.effort")
     if len(set(names)) != n:
-        return Rejected("duplicate_names", "a joint name appears twice")
+        return Rejected("duplicate_names", "a joint name appears twice", "joint_state.name")
     for label, arr in (("position", pos), ("velocity", vel), ("effort", eff)):
         if len(arr) and not np.all(np.isfinite(arr)):
             bad = [names[i] for i in np.flatnonzero(~np.isfinite(arr))[:3]]
-            return Rejected("non_finite", f"{label} of {', '.join(bad)} is NaN or inf")
+            return Rejected("non_finite", f"{label} of {', '.join(bad)} is NaN or inf", f"joint_state.{label}")
     src, dst, unknown = matcher.match(names)
     if len(dst) == 0:
-        return Rejected("unknown_joints", f"none of the joints {list(names)[:4]} belongs to the robot")
-    return JointSample(stamp_to_sec(msg.header.stamp), dst, pos[src],
-                       vel[src] if len(vel) else None, eff[src] if len(eff) else None, unknown)
+        return Rejected("unknown_joints", f"none of the joints {list(names)[:4]} belongs to the robot",
+                        "joint_state.name")
+    sample = JointSample(stamp_to_sec(msg.header.stamp), dst, pos[src],
+                         vel[src] if len(vel) else None, eff[src] if len(eff) else None, unknown)
+    if limits is not None:
+        bad = limits.check_joints(dst, sample.position, sample.velocity, sample.effort)
+        if bad is not None:
+            return Rejected.implausible("joint_state", bad)
+    return sample
 
 
 class JointStateBuffer:
     """The latest value of every joint, merged from (possibly partial) messages.
 
     ``ready`` once every joint has been heard of; ``missing`` lists those never received.
+    With ``limits`` (:class:`~hybrid_dynamics.estimation.plausibility.InputLimits` of these
+    joints) implausible values are rejected too; stamps pass a ``StampGate``.
     """
 
-    def __init__(self, joints: Sequence[str], q_default: Optional[np.ndarray] = None):
+    def __init__(self, joints: Sequence[str], q_default: Optional[np.ndarray] = None,
+                 limits: Optional[InputLimits] = None):
         self.matcher = JointStateMatcher(joints)
+        self.limits = limits
+        self.gate = StampGate(limits.config if limits is not None else PlausibilityConfig())
         n = len(self.matcher.joints)
         self.q = np.zeros(n) if q_default is None else np.array(q_default, dtype=float)
         self.v = np.zeros(n)
@@ -152,12 +180,16 @@ class JointStateBuffer:
         self.seen = np.zeros(n, dtype=bool)
         self.seen_time = np.full(n, -np.inf)       # receive time of each joint's last value
         self.last_received = -np.inf
-        self.stamp = -np.inf
         self.unknown: Tuple[str, ...] = ()
 
     @property
     def joints(self) -> List[str]:
         return self.matcher.joints
+
+    @property
+    def stamp(self) -> float:
+        """The stamp of the last accepted message."""
+        return self.gate.stamp
 
     @property
     def ready(self) -> bool:
@@ -170,14 +202,14 @@ class JointStateBuffer:
     def add(self, msg, now: Optional[float] = None):
         """Merge a message; returns ``None`` when accepted, else :class:`Rejected`.
         A message with a zero stamp gets ``now``."""
-        sample = parse_joint_state(msg, self.matcher)
+        sample = parse_joint_state(msg, self.matcher, self.limits)
         if isinstance(sample, Rejected):
             return sample
         if sample.stamp == 0.0 and now is not None:
             sample.stamp = now
-        if sample.stamp < self.stamp:
-            return Rejected("out_of_order", f"stamp {sample.stamp:.6f} older than {self.stamp:.6f}")
-        self.stamp = sample.stamp
+        refused = self.gate.admit(sample.stamp, sample.stamp if now is None else now)
+        if refused is not None:
+            return Rejected.implausible("joint_state", refused)
         dst = sample.dst
         self.q[dst] = sample.position
         if sample.velocity is not None:
@@ -193,25 +225,32 @@ class JointStateBuffer:
         return None
 
 
-def parse_imu(msg):
-    """An :class:`ImuSample` plus its stamp, or :class:`Rejected`."""
+def parse_imu(msg, limits: Optional[InputLimits] = None):
+    """An :class:`ImuSample` plus its stamp, or :class:`Rejected` (the sensor's range is
+    checked when ``limits`` are given)."""
     o = msg.orientation
     w = msg.angular_velocity
     a = msg.linear_acceleration
     vals = (o.x, o.y, o.z, o.w, w.x, w.y, w.z, a.x, a.y, a.z)
     if not all(map(math.isfinite, vals)):       # the common case in one pass, without numpy
         if not all(map(math.isfinite, vals[:4])):
-            return Rejected("non_finite", "orientation is NaN or inf")
-        return Rejected("non_finite", "angular velocity or acceleration is NaN or inf")
+            return Rejected("non_finite", "orientation is NaN or inf", "imu.orientation")
+        field = "imu.angular_velocity" if not all(map(math.isfinite, vals[4:7])) else "imu.linear_acceleration"
+        return Rejected("non_finite", "angular velocity or acceleration is NaN or inf", field)
     cov = msg.orientation_covariance
     if len(cov) and cov[0] == -1.0:
-        return Rejected("no_orientation", "orientation_covariance[0] = -1: the IMU gives no orientation")
+        return Rejected("no_orientation", "orientation_covariance[0] = -1: the IMU gives no orientation",
+                        "imu.orientation_covariance")
     quat = np.array(vals[:4], dtype=float)
     norm = math.sqrt(quat.dot(quat))            # what np.linalg.norm computes, bit for bit
     if norm == 0.0:
-        return Rejected("bad_quaternion", "zero quaternion")
+        return Rejected("bad_quaternion", "zero quaternion", "imu.orientation")
     if abs(norm - 1.0) > QUAT_TOLERANCE:
-        return Rejected("bad_quaternion", f"quaternion norm {norm:.4f} is not 1")
+        return Rejected("bad_quaternion", f"quaternion norm {norm:.4f} is not 1", "imu.orientation")
+    if limits is not None:
+        bad = limits.check_imu(vals[4:7], vals[7:])
+        if bad is not None:
+            return Rejected.implausible("imu", bad)
     return stamp_to_sec(msg.header.stamp), ImuSample(quat / norm, np.array(vals[4:7], dtype=float),
                                                      np.array(vals[7:], dtype=float))
 

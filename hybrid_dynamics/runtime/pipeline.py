@@ -136,6 +136,7 @@ class Pipeline:
                 error = str(exc)
                 reason = f"cycle failed: {exc}"
         if reason is not None:
-            return Cycle(self.control.safe(self.state.buffer.v), reason, error, rejected=rejected)
+            vj = self.state.safe_velocities(stamp, use_stamps)
+            return Cycle(self.control.safe(vj), reason, error, rejected=rejected)
         return Cycle(cmd, None, None, est, self.stance, self.control.last_output, rejected,
                      t1 - t0, time.perf_counter() - t1)

@@ -3,6 +3,11 @@ the floating-base estimate (passive joints of closed chains completed, contacts 
 
 Lock-step pairing and staleness are decided here too, so that the controller node, ``replay``
 and the library runs share one rule.
+
+Inputs: every sample passes the plausibility limits (estimation/plausibility.py) before it
+reaches a filter; a rejected one is counted by kind and by field (``rejected``,
+``rejected_fields``), an accepted one in ``accepted``. Staleness is judged on accepted
+samples only. The estimators' health restarts are counted in ``restarts``.
 """
 from __future__ import annotations
 
@@ -14,6 +19,7 @@ import numpy as np
 from ..estimation.base_estimator import BaseEstimator, BaseState, ImuSample
 from ..estimation.contact_state import ContactForceEstimator, ContactStateEstimator
 from ..estimation.passive_state import PassiveStateEstimator
+from ..estimation.plausibility import InputLimits, StampGate
 from ..model.morphology import Morphology, MorphologyMap
 from .inputs import JointStateBuffer, Rejected, parse_imu
 
@@ -24,9 +30,10 @@ class StateCore:
     def __init__(self, robot, params: Mapping):
         self.robot = robot
         self.params = params
-        self.buffer = JointStateBuffer(robot.joint_names, robot.q_stand[7:])
+        self.limits = InputLimits(robot, robot.joint_names, params.get("limits"))
+        self.buffer = JointStateBuffer(robot.joint_names, robot.q_stand[7:], self.limits)
         self.imu: Optional[ImuSample] = None
-        self.imu_stamp = -np.inf
+        self.imu_gate = StampGate(self.limits.config)
         self.imu_history: deque = deque(maxlen=32)      # (stamp, sample), increasing stamps
         self.first_js_stamp: Optional[float] = None
         self.js_received = -np.inf
@@ -35,11 +42,16 @@ class StateCore:
         self.contacts = ContactStateEstimator(robot, params.get("contact_detection"))
         self.force_estimator = ContactForceEstimator(robot)
         self.stale_timeout = float(params.get("stale_timeout", 0.05))
-        self.rejected: Counter = Counter()
+        self.rejected: Counter = Counter()              # by kind
+        self.rejected_fields: Counter = Counter()       # by message field
+        self.accepted: Counter = Counter()              # joint_states, imu
         self.passive = _PassiveCompletion(robot) if robot.loops is not None else None
         self.stance = {c.frame: True for c in robot.contacts}
         self.schedule: Optional[Dict[str, bool]] = None    # planned contacts (a gait), if any
         self.last: Optional[BaseState] = None
+        self.restarts = 0                   # estimator restarts (health), base and passive
+        self.restart_reason = ""
+        self._restart_counts: Dict[str, int] = {}
         self.set_morphology(Morphology.healthy(robot))
 
     # ---------------------------------------------------------------- morphology
@@ -54,28 +66,40 @@ class StateCore:
         self._required = np.array([n in surviving and n in required for n in self.buffer.joints])
 
     # ---------------------------------------------------------------- inputs
-    def add_joint_state(self, msg, now: float) -> Optional[Rejected]:
-        out = self.buffer.add(msg, now)
-        if out is None:
-            self.js_received = now
-            if self.first_js_stamp is None:
-                self.first_js_stamp = self.buffer.stamp
-        else:
-            self.rejected[out.kind] += 1
+    @property
+    def imu_stamp(self) -> float:
+        """The stamp of the last accepted IMU sample."""
+        return self.imu_gate.stamp
+
+    def _count(self, out: Rejected) -> Rejected:
+        self.rejected[out.kind] += 1
+        self.rejected_fields[out.field] += 1
         return out
 
+    def add_joint_state(self, msg, now: float) -> Optional[Rejected]:
+        out = self.buffer.add(msg, now)
+        if out is not None:
+            return self._count(out)
+        self.js_received = now
+        self.accepted["joint_states"] += 1
+        if self.first_js_stamp is None:
+            self.first_js_stamp = self.buffer.stamp
+        return None
+
     def add_imu(self, msg, now: float) -> Optional[Rejected]:
-        out = parse_imu(msg)
+        out = parse_imu(msg, self.limits)
         if isinstance(out, Rejected):
-            self.rejected[out.kind] += 1
-            return out
+            return self._count(out)
         stamp, sample = out
         if stamp == 0.0:
             stamp = now
-        if stamp < self.imu_stamp:
-            self.rejected["out_of_order"] += 1
-            return Rejected("out_of_order", f"IMU stamp {stamp:.6f} older than {self.imu_stamp:.6f}")
-        self.imu_stamp, self.imu, self.imu_received = stamp, sample, now
+        refused = self.imu_gate.admit(stamp, now)
+        if refused is not None:
+            return self._count(Rejected.implausible("imu", refused))
+        self.imu, self.imu_received = sample, now
+        self.accepted["imu"] += 1
+        if self.imu_history and stamp < self.imu_history[-1][0]:
+            self.imu_history.clear()                # a re-anchored (restarted) clock
         self.imu_history.append((stamp, sample))
         return None
 
@@ -134,6 +158,13 @@ class StateCore:
             return f"joint states stale ({1e3 * age_js:.0f} ms)"
         return None
 
+    def safe_velocities(self, now: float, use_stamps: bool = False) -> np.ndarray:
+        """The joint rates safe mode damps: the last accepted ones while they are fresh, else
+        zeros (a stale rate held as a torque would push a joint that has stopped)."""
+        if use_stamps or now - self.js_received <= self.stale_timeout:
+            return self.buffer.v
+        return np.zeros_like(self.buffer.v)
+
     # ---------------------------------------------------------------- estimate
     def _set_stance(self, stance: Mapping[str, bool]) -> None:
         self.stance = {k: (s and k in self._active_frames) for k, s in stance.items()}
@@ -149,6 +180,7 @@ class StateCore:
         if planned:         # the plan of the last cycle holds now: the feet it put down are down
             self._set_stance(self.contacts.update(schedule=self.schedule))
         state = self.estimator.update(t, qj, vj, self.imu_for(t), self.stance)
+        self._note_restarts()
         if not planned:     # contacts for the next step, from efforts (every surviving joint) or heights
             forces_z = None
             if self.buffer.has_effort[self._required].all() and self.contacts.config.mode in ("auto", "force"):
@@ -158,6 +190,15 @@ class StateCore:
             self._set_stance(self.contacts.update(heights=heights, forces_z=forces_z))
         self.last = state
         return state
+
+    def _note_restarts(self) -> None:
+        """Count the estimators' health restarts (for /diagnostics), keep the last reason."""
+        for name, health in (("base estimator", self.estimator.health),
+                             ("passive-state estimator", self.passive.est.health if self.passive else None)):
+            if health is not None and health.resets > self._restart_counts.get(name, 0):
+                self.restarts += health.resets - self._restart_counts.get(name, 0)
+                self._restart_counts[name] = health.resets
+                self.restart_reason = f"{name}: {health.reason}"
 
 
 class _PassiveCompletion:
