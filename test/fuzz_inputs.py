@@ -242,7 +242,7 @@ class LibraryLoop:
             due = out is None and st_.lockstep_after_joint_state()
         else:
             out = self.pipeline.add_imu(msg, now)
-            due = out is None and st_.lockstep_after_imu()
+            due = st_.lockstep_after_imu(rejected=out is not None)
         self.rejections += out is not None
         if due and self.lockstep:
             self._step(now, True)

@@ -11,9 +11,10 @@ joint position   outside the URDF ``lower``/``upper`` limits widened by ``positi
 joint velocity   beyond ``velocity_factor`` x the URDF ``velocity`` limit
                  (``default_velocity`` where the URDF gives none, i.e. 0)
 joint effort     beyond ``effort_factor`` x the URDF ``effort`` limit (``default_effort``)
-IMU rate         any axis beyond ``max_angular_velocity`` (rad/s; 34.9 = 2000 deg/s, the
-                 widest range of common MEMS gyroscopes)
-IMU acceleration any axis beyond ``max_linear_acceleration`` (m/s^2; 157 = 16 g, likewise)
+IMU rate         any axis beyond ``max_angular_velocity`` (rad/s; 100, three times the
+                 2000 deg/s of the widest common MEMS gyroscopes)
+IMU acceleration any axis beyond ``max_linear_acceleration`` (m/s^2; 1000, about 100 g:
+                 beyond common 16 g sensors, with room for a simulator's contact impacts)
 stamps           (:class:`StampGate`) older than the last accepted one, or ahead of it by
                  more than the receive clock advanced plus ``stamp_lead``; ``reanchor_after``
                  refused stamps in a row that agree with one another are accepted as a new
@@ -37,12 +38,12 @@ from ..errors import reject_unknown_settings
 class PlausibilityConfig:
     """Margins and ranges beyond which an input sample is rejected."""
     position_margin: float = 0.5            # rad or m beyond the URDF position limits
-    velocity_factor: float = 3.0            # x the URDF velocity limit
+    velocity_factor: float = 5.0            # x the URDF velocity limit
     default_velocity: float = 100.0         # rad/s or m/s where the URDF gives no limit
     effort_factor: float = 3.0              # x the URDF effort limit
     default_effort: float = 1.0e4           # N m or N where the URDF gives no limit
-    max_angular_velocity: float = 34.9      # rad/s, each gyroscope axis (2000 deg/s)
-    max_linear_acceleration: float = 157.0  # m/s^2, each accelerometer axis (16 g)
+    max_angular_velocity: float = 100.0     # rad/s, each gyroscope axis (3x a 2000 deg/s range)
+    max_linear_acceleration: float = 1000.0  # m/s^2, each accelerometer axis (~100 g)
     stamp_lead: float = 0.2                 # s a stamp may run ahead of the receive clock
     reanchor_after: int = 3                 # consistent refused stamps in a row: a new clock
 

@@ -165,9 +165,8 @@ def replay_bag(path: Union[str, Path], robot=None, params: Optional[Mapping] = N
                     if not state.lockstep_after_joint_state():
                         continue
                 else:
-                    if pipe.add_imu(deserialize_message(raw, Imu), t * 1e-9) is not None:
-                        continue
-                    if not state.lockstep_after_imu():
+                    rejected = pipe.add_imu(deserialize_message(raw, Imu), t * 1e-9) is not None
+                    if not state.lockstep_after_imu(rejected):
                         continue
                 cycle = pipe.step(t * 1e-9, use_stamps=True)
                 safe += cycle.safe_mode is not None

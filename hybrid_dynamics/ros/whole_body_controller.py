@@ -121,7 +121,7 @@ class WholeBodyControllerNode(BaseNode):
             out = self.state.add_imu(msg, self.now())
         if out is not None:
             self.fault(out.kind, "IMU " + out.detail, out.field)
-        elif self.lockstep and self.state.lockstep_after_imu():
+        if self.lockstep and self.state.lockstep_after_imu(rejected=out is not None):
             self._cycle()
 
     def _on_js(self, msg: JointState) -> None:

@@ -128,9 +128,11 @@ class StateCore:
         self.pending = t
         return False
 
-    def lockstep_after_imu(self) -> bool:
-        """Call after an accepted IMU sample: True if a waiting joint state's cycle can run."""
-        if self.pending is not None and self.imu_stamp >= self.pending:
+    def lockstep_after_imu(self, rejected: bool = False) -> bool:
+        """Call after an IMU message: True if a waiting joint state's cycle can run. A
+        rejected message releases it too (with the last accepted sample): in lock-step the
+        source waits for the command, so waiting for the next IMU sample would never end."""
+        if self.pending is not None and (rejected or self.imu_stamp >= self.pending):
             self.pending = None
             return True
         return False
