@@ -219,6 +219,7 @@ class WholeBodyControllerNode(BaseNode):
             "status": out.status if out is not None else "none",
             "solve_time_ms": f"{1e3 * out.solve_time:.3f}" if out is not None else "nan",
             "fallbacks": self.control.fallbacks,
+            "saturated": self.control.saturated,
             "infeasible": bool(out.infeasible) if out is not None else False,
             "loop_residual": passive.residual if passive is not None else 0.0,
             "cycles": self.cycles,

@@ -7,7 +7,10 @@ missing or never received, the command is joint damping ``tau = -kd_safe * qd`` 
 surviving actuated joints (clipped to their effort limits; zero while the joint states
 themselves are stale, see ``StateCore.safe_velocities``), until fresh data returns: the
 first cycle with fresh accepted samples of both is a QP cycle again. Nothing here ever
-returns NaN.
+returns NaN, and no command exceeds the URDF effort limits: the QP keeps torques inside them,
+but its fallback (gravity compensation and damping when the QP has no solution) does not, so
+the command is saturated at the limits like an actuator would be, and the saturated cycles are
+counted (``saturated``, on /diagnostics).
 """
 from __future__ import annotations
 
@@ -58,6 +61,7 @@ class ControlCore:
         self.last_output = None
         self.fallbacks = 0
         self.nonfinite = 0
+        self.saturated = 0
         self._jidx = {n: robot.model.joints[robot.model.getJointId(n)].idx_v - 6 for n in robot.joint_names}
         effort = robot.model.effortLimit[6:]        # safe-mode torques stay within the URDF's
         self.tau_max = np.where(np.isfinite(effort) & (effort > 0), effort, np.inf)
@@ -98,6 +102,16 @@ class ControlCore:
         if not np.all(np.isfinite(cmd)):
             self.nonfinite += 1
             return self.safe(state.v[6:])
+        return self._saturate(cmd)
+
+    def _saturate(self, cmd: np.ndarray) -> np.ndarray:
+        """``cmd`` clipped in place to the effort limits of the surviving actuated joints."""
+        if len(self.live_idx):
+            live = cmd[self.live_idx]
+            limit = self.tau_max[self.live_v]
+            if np.any(np.abs(live) > limit):
+                self.saturated += 1
+                cmd[self.live_idx] = np.clip(live, -limit, limit)
         return cmd
 
     def safe(self, vj: np.ndarray) -> np.ndarray:
@@ -107,6 +121,5 @@ class ControlCore:
         cmd[:] = 0.0
         if len(self.live_idx):
             vals = -self.kd_safe * np.asarray(vj)[self.live_v]
-            limit = self.tau_max[self.live_v]
-            cmd[self.live_idx] = np.clip(np.where(np.isfinite(vals), vals, 0.0), -limit, limit)
-        return cmd
+            cmd[self.live_idx] = np.where(np.isfinite(vals), vals, 0.0)
+        return self._saturate(cmd)
