@@ -42,15 +42,7 @@ CONFINED: Dict[str, Tuple[str, ...]] = {
 
 # Known defects in files other open issues are rewriting (file -> issue); listed so that the
 # rest of the package is held to the rules now. Delete a line when its file is fixed.
-PENDING: Dict[str, str] = {
-    "model/loops.py": "issue 13 (closed linkages): model/loops.py imports dynamics.closed_chain lazily",
-    "dynamics/closed_chain.py": "issue 13 (closed linkages)",
-    "control/controller.py": "issue 15 (QP internals)",
-    "control/formulation.py": "issue 15 (QP internals)",
-    "control/tsid_peer/__init__.py": "issue 15 (QP internals)",
-    "control/solvers/__init__.py": "issue 15 (QP internals)",
-    "estimation/damage_detector.py": "issue 11 (detector)",
-}
+PENDING: Dict[str, str] = {}
 
 RANK = {pkg: i for i, row in enumerate(LAYERS) for pkg in row}
 

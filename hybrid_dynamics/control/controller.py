@@ -35,6 +35,7 @@ from typing import Dict, Optional
 import numpy as np
 import pinocchio as pin
 
+from ..dynamics.closed_chain import LoopClosureKinematics
 from .config import controller_config
 from .formulation import Formulation
 from .references import References, Target
@@ -78,7 +79,6 @@ class WholeBodyController:
     def _projection(robot):
         if robot.loops is None:
             return None
-        from ..dynamics.closed_chain import LoopClosureKinematics
         return LoopClosureKinematics(robot)
 
     def _install(self, mmap) -> None:

@@ -28,6 +28,7 @@ from __future__ import annotations
 from typing import Dict, List, Sequence
 
 import numpy as np
+import pinocchio as pin
 
 from ..errors import InputError
 from .constraints import (INF, ActuationLimits, ContactAcceleration, FloatingBaseDynamics,
@@ -344,7 +345,6 @@ class Formulation:
 
     def gravity_compensation(self, q: np.ndarray, v: np.ndarray, damping: float) -> np.ndarray:
         """Fallback torques: joint-space gravity at q minus joint damping (finite always)."""
-        import pinocchio as pin
         st = self.state
         js = self.joints
         try:
