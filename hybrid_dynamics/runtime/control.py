@@ -77,6 +77,7 @@ class ControlCore:
         self.live = [(i, n) for i, n in enumerate(self.joints) if n in surviving and n in actuated]
         self.live_idx = np.array([i for i, _ in self.live], dtype=int)
         self.live_v = np.array([self._jidx[n] for _, n in self.live], dtype=int)
+        self.live_limit = self.tau_max[self.live_v]
         self.contact_frames = [c.frame for c in mmap.contacts]
 
     def set_references(self, references) -> None:
@@ -108,10 +109,9 @@ class ControlCore:
         """``cmd`` clipped in place to the effort limits of the surviving actuated joints."""
         if len(self.live_idx):
             live = cmd[self.live_idx]
-            limit = self.tau_max[self.live_v]
-            if np.any(np.abs(live) > limit):
+            if np.any(np.abs(live) > self.live_limit):
                 self.saturated += 1
-                cmd[self.live_idx] = np.clip(live, -limit, limit)
+                cmd[self.live_idx] = np.clip(live, -self.live_limit, self.live_limit)
         return cmd
 
     def safe(self, vj: np.ndarray) -> np.ndarray:
