@@ -44,7 +44,7 @@ from ..sim.report import write_plots
 from ..sim.runner import ScenarioRun
 from ..sim.scenario import Scenario
 from .outcome import OUTCOMES, classify
-from .spec import CampaignSpec, RunSpec, expand
+from .spec import CampaignSpec, Fault, RunSpec, expand
 
 COLUMNS = ("run_id", "fault", "kind", "speed_mps", "phase", "damage_at_s", "declared", "seed",
            "feasible", "feasibility_margin_m", "outcome", "stopped", "speed_after_mps", "max_roll_deg",
@@ -208,11 +208,11 @@ def run_campaign(spec: CampaignSpec, out: Path, *, workers: Optional[int] = None
                 client = Client(local)
             try:
                 n_workers = len(client.scheduler_info()["workers"])
-                # once per fault, ahead of the runs; a restart reuses what its table holds
+                # once per fault, gathered before any run starts: a result left on a worker is lost
+                # (and, at allowed-failures 0, recorded as an error) when a run kills that worker;
+                # a restart reuses what its table holds
                 faults = {r.fault.id: r.fault for r in todo if r.fault.id not in known}
-                feasibility = {fid: client.submit(feasibility_row, spec.robot, f.event_list(), pure=False,
-                                                  key=f"feasibility-{slug(fid)}", priority=1)
-                               for fid, f in faults.items()}
+                known.update(gather_feasibility(client, spec.robot, faults))
                 futures = {client.submit(run_one, spec, run, str(out), pure=False, key=f"run-{slug(run.run_id)}"): run
                            for run in todo}
                 bar = Progress(len(todo), len(done)) if progress else None
@@ -223,10 +223,7 @@ def run_campaign(spec: CampaignSpec, out: Path, *, workers: Optional[int] = None
                     except Exception as exc:       # the worker died (KilledWorker) or the task was lost
                         row = base_row(run)
                         row.update({"outcome": "crashed", "stopped": f"worker died ({type(exc).__name__})"})
-                    try:
-                        row.update(known.get(run.fault.id) or feasibility[run.fault.id].result())
-                    except Exception as exc:
-                        row["feasible"] = f"error: {type(exc).__name__}"
+                    row.update(known[run.fault.id])
                     append_row(table, row)
                     if bar is not None:
                         bar.update(row["outcome"])
@@ -238,6 +235,21 @@ def run_campaign(spec: CampaignSpec, out: Path, *, workers: Optional[int] = None
                     local.close()
     return CampaignResult(table, read_table(table), len(todo), len(runs) - len(todo),
                           time.perf_counter() - wall0, n_workers)
+
+
+def gather_feasibility(client: Client, robot_name: str, faults: Dict[str, Fault]) -> Dict[str, dict]:
+    """:func:`feasibility_row` of every fault, computed on the cluster and brought back here;
+    a fault whose computation raised gets ``feasible: "error: <exception>"``."""
+    futures = {fid: client.submit(feasibility_row, robot_name, fault.event_list(), pure=False,
+                                  key=f"feasibility-{slug(fid)}")
+               for fid, fault in faults.items()}
+    rows = {}
+    for fid, future in futures.items():
+        try:
+            rows[fid] = future.result()
+        except Exception as exc:
+            rows[fid] = {"feasible": f"error: {type(exc).__name__}", "feasibility_margin_m": ""}
+    return rows
 
 
 class Progress:
