@@ -74,3 +74,33 @@ def test_no_stance_contact(solver):
         out = ctrl.update(q, v, stance, tp.references_for(wl.sway(r, 1)[0]))
         assert not out.fallback, out.status
         independent_check(r, ctrl, q, v, stance, out, tol_dyn=1e-9, tol_cone=BACKENDS[solver][1])
+
+
+
+def test_proxsuite_work_is_bounded_on_an_infeasible_qp():
+    """An ill-conditioned QP with one contradictory row (lower bound above upper bound, the
+    situation of a stance the robot no longer has) is reported as failed within the
+    configured max_iter x (max_iter_in + 1) iterations. With ProxQP's former bounds
+    (1000 x 1500) this problem takes 1.5e6 iterations (about 6 s here); a controller stuck in
+    such a solve sends nothing and ignores SIGINT (seen after an undeclared S1)."""
+    from types import SimpleNamespace
+    from hybrid_dynamics.control.config import DEFAULTS
+    from hybrid_dynamics.control.solvers import make_solver
+
+    rng = np.random.default_rng(18)
+    n, m = int(rng.integers(5, 30)), int(rng.integers(3, 40))
+    M = rng.standard_normal((n, n))
+    H = M @ M.T * 10 ** rng.uniform(-8, 0) + np.diag(10 ** rng.uniform(-8, 4, n))
+    C = rng.standard_normal((m, n)) * 10 ** rng.uniform(-3, 3, (m, 1))
+    x0 = rng.standard_normal(n)
+    l, u = C @ x0 - 0.1, C @ x0 + 0.1
+    k = rng.integers(0, m)
+    l[k] = u[k] + 10 ** rng.uniform(-6, 1)
+    g = rng.standard_normal(n) * 10 ** rng.uniform(-3, 3)
+    settings = DEFAULTS["solver_settings"]
+    res = make_solver("proxsuite", settings).solve(
+        SimpleNamespace(neq=0, key=("infeasible",), H=H, g=g, C=C, l=l, u=u, x=None))
+    budget = settings["max_iter"] * (settings["max_iter_in"] + 1)
+    assert budget <= 50_000, "the defaults let one solve run for seconds"
+    assert not res.ok and res.status != "PROXQP_SOLVED"
+    assert 20_000 < res.iterations <= budget, "the bound is not what stopped this solve"

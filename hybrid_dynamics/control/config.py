@@ -22,8 +22,14 @@ DEFAULTS: Dict[str, Any] = {
     "solver": "proxsuite",            # proxsuite (dense) | daqp (dense active set) | osqp (sparse)
     "dt": 0.001,                      # control period: joint limits -> acceleration bounds
     "regularization": 1e-6,           # weight on ||dv||^2 (keeps the Hessian definite)
-    "solver_settings": {"eps_abs": 1e-7, "max_iter": 1000, "max_iter_in": 1500,
-                        "eps_infeasible": 1e-8},     # ProxQP infeasibility tolerance (default 1e-4 misfires)
+    # ProxQP's work per solve is at most max_iter outer x (max_iter_in + 1) inner iterations
+    # (10-30 us each here): 31 000, a few tenths of a second on a QP that is infeasible or
+    # ill-conditioned after an undetected fault, after which the cycle falls back. Its former
+    # 1000 x 1500 let one solve run for minutes (the controller sent nothing and ignored
+    # SIGINT). Solved QPs need up to ~850 outer iterations (hybrid_biped) and 220 inner per
+    # outer (hexapod S2), which the capped inner loop turns into more outer iterations.
+    # eps_infeasible: ProxQP's infeasibility tolerance (its default 1e-4 misfires).
+    "solver_settings": {"eps_abs": 1e-7, "max_iter": 1000, "max_iter_in": 30, "eps_infeasible": 1e-8},
     "contacts": {
         "normal": [0.0, 0.0, 1.0],    # world contact normal (flat ground)
         "friction": None,             # None: the robot manifest's friction coefficient

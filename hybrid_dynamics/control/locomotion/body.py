@@ -113,6 +113,7 @@ def plan_com_path(t0: float, h: float, p0: np.ndarray, v0: np.ndarray, p_ref: np
     qp.settings.eps_abs = 1e-8
     qp.settings.eps_rel = 0.0
     qp.settings.max_iter = 2000
+    qp.settings.max_iter_in = 30     # bounded work if the support polygons leave no path
     qp.settings.verbose = False
     qp.init(H, g, None, None, C, lo, hi)
     qp.solve()

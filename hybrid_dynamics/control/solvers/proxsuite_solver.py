@@ -20,8 +20,8 @@ class ProxsuiteSolver(NullSpaceSolver):
     def __init__(self, settings: dict):
         super().__init__(settings)
         self.eps_abs = float(settings.get("eps_abs", 1e-7))
-        self.max_iter = int(settings.get("max_iter", 1000))
-        self.max_iter_in = int(settings.get("max_iter_in", 1500))
+        self.max_iter = int(settings.get("max_iter", 1000))       # outer iterations
+        self.max_iter_in = int(settings.get("max_iter_in", 30))   # inner, per outer
         self.eps_inf = float(settings.get("eps_infeasible", 1e-8))
         self.qps = {}
 
@@ -41,7 +41,7 @@ class ProxsuiteSolver(NullSpaceSolver):
         s.eps_rel = 0.0
         s.max_iter = self.max_iter
         s.verbose = False
-        s.max_iter_in = self.max_iter_in   # bounded work when the QP is infeasible
+        s.max_iter_in = self.max_iter_in   # work bounded by max_iter x max_iter_in
         s.eps_primal_inf = self.eps_inf    # the default (1e-4) calls ill-conditioned QPs infeasible
         s.eps_dual_inf = self.eps_inf
         qp.init(H, g, A, b, C, l, u)
