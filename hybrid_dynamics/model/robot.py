@@ -16,6 +16,7 @@ Robots are named by a manifest ``robots/<name>/robot.yaml``::
       - {frame: left_sole_link, type: surface, size: [0.21, 0.138], leg: left}
     stand: {srdf: half_sitting}   # or {joints: {regex: value, ...}}
     gait_groups: [[leg1, leg4, leg5], [leg2, leg3, leg6]]
+    soft_modules: [...]           # optional soft leaves (soft feet), model/soft_modules.py
 
 :func:`load_robot` takes a built-in name, a manifest path, a bare URDF path (with a loop
 YAML ``<stem>_loops.yaml`` beside it if there is one; contacts are then guessed from frame
@@ -41,6 +42,7 @@ from ..paths import example_robot_data_dir, robots_dir
 from .loops import (LoopSpec, apply_strokes, build_loop_model, check_loops, load_loops, load_mjcf_loops,
                     reference_configurations)
 from .modules import KinematicModule, Leg, find_legs, find_modules
+from .soft_modules import SoftModuleSpec, load_soft_modules
 from .yamlio import YamlDocument, load_yaml
 
 ERD_PREFIX = "example-robot-data:"
@@ -63,7 +65,8 @@ class Robot:
                  legs: List[Leg], loops: Optional[LoopSpec], q_stand: np.ndarray, *,
                  manifest: Optional[Path] = None, mjcf: Optional[Path] = None,
                  imu_frame: Optional[str] = None, friction: float = 0.8,
-                 gait_groups: Optional[List[List[str]]] = None, loop_report: Optional[dict] = None):
+                 gait_groups: Optional[List[List[str]]] = None, loop_report: Optional[dict] = None,
+                 soft_modules: Optional[List[SoftModuleSpec]] = None, soft_doc: Optional[YamlDocument] = None):
         self.name = name
         self.urdf = urdf
         self.model = model
@@ -78,6 +81,8 @@ class Robot:
         self.gait_groups = gait_groups or []
         self.loop_report = loop_report or {}
         self.modules: List[KinematicModule] = find_modules(model)
+        self.soft_modules: List[SoftModuleSpec] = soft_modules or []   # leaves of the rigid tree
+        self.soft_doc = soft_doc                                          # their manifest, for errors
 
     @property
     def nq(self) -> int:
@@ -236,6 +241,7 @@ def _from_manifest(path: Path, base: Optional[str] = None) -> Robot:
     contacts = _contacts(doc, model)
     legs = find_legs(model, [c.frame for c in contacts], [c.leg for c in contacts])
     q_stand = _stand(doc, model, urdf)
+    soft = load_soft_modules(doc, model, [c.frame for c in contacts])
     report = None
     if loops is not None:
         report = check_loops(model, loops, q_stand)
@@ -248,7 +254,8 @@ def _from_manifest(path: Path, base: Optional[str] = None) -> Robot:
                 raise doc.error(f"'{name}' is not a leg ({', '.join(sorted(leg_names))})", "gait_groups", i)
     return Robot(str(data.get("name", path.parent.name)), urdf, model, contacts, legs, loops, q_stand,
                  manifest=path, mjcf=_resolve(doc, "mjcf"), imu_frame=data.get("imu_frame"),
-                 friction=float(data.get("friction", 0.8)), gait_groups=groups, loop_report=report)
+                 friction=float(data.get("friction", 0.8)), gait_groups=groups, loop_report=report,
+                 soft_modules=soft, soft_doc=doc)
 
 
 def _contacts(doc: YamlDocument, model: pin.Model) -> List[Contact]:

@@ -1,0 +1,219 @@
+"""A rigid Pinocchio tree with soft-rigid modules as leaves (soft feet, compliant shanks):
+the combined M and h, and the material points where the ground touches.
+
+Every rigid frame F that carries soft modules roots a small soft tree whose first module is a
+massless free flyer placed at F: its speeds are F's LOCAL twist ``V_F = J_F v_r``, its
+acceleration ``A_F = J_F a_r + A_b`` (``A_b``: F's spatial acceleration at ``a_r = 0``), so one
+MID pass of that tree [Pustina 2024, Alg. 3] returns the leaves' loads on F and on their own
+coordinates:
+
+    [W_F  ]   [M_FF  M_Fs] [A_F]   [h_F]
+    [tau_s] = [M_sF  M_ss] [a_s] + [h_s]        (h with gravity by a0 = -g, and K q + D qdot)
+
+``W_F`` is the wrench F must apply to the leaves; it enters the rigid recursion as
+``J_F^T W_F`` ([Pustina 2024, Sec. 5]: a body's wrench passed to its parent), which gives, in
+q = (q_r, q_s), v = (v_r, v_s),
+
+    M = [M_r + J^T M_FF J    J^T M_Fs]      h = [h_r + J^T (M_FF A_b + h_F)]
+        [M_sF J              M_ss    ]          [M_sF A_b + h_s            ]
+
+with every root stacked (J = [J_F1; J_F2; ...], block-diagonal M_FF). Roots whose modules are
+declared alike (same joint and body fields) share one compiled tree, evaluated for all of them
+in one mapped CasADi call; one Pinocchio pass serves them all.
+"""
+from __future__ import annotations
+
+import json
+from typing import Dict, List, Tuple
+
+import casadi as ca
+import numpy as np
+import pinocchio as pin
+
+from hybrid_dynamics.errors import InputError
+from hybrid_dynamics.soft.bodies import RigidBody
+from hybrid_dynamics.soft.joints import FreeFlyerJoint
+from hybrid_dynamics.soft.kinematics import MaterialPoints
+from hybrid_dynamics.soft.module import Module
+from hybrid_dynamics.soft.spec import build_module
+from hybrid_dynamics.soft.tree import SoftTree
+
+LOCAL = pin.ReferenceFrame.LOCAL
+
+
+class _LeafTree:
+    """One compiled soft tree (massless free-flyer root + a chain or tree of modules) and the
+    roots that use it: MID (M, h with gravity and visco-elasticity) and the contact material
+    points, mapped over those roots."""
+
+    def __init__(self, tree: SoftTree, contacts: List[Tuple[str, np.ndarray]]):
+        self.tree = tree
+        self.roots: List[int] = []            # indices into SoftLeaves.roots
+        _, mid, elastic = tree.symbolic()
+        q, v = ca.MX.sym("q", tree.nq), ca.MX.sym("v", tree.nv)
+        M, h = mid(q, v, ca.DM(-tree.gravity))                   # a0 = -g [Pustina 2024, Sec. 6.1]
+        self._mid = ca.Function("leaf_mid", [q, v], [M, h + elastic(q, v)]).expand()
+        self.points = MaterialPoints(tree, contacts) if contacts else None
+        self.ns = tree.nv - 6
+
+    def compile(self) -> None:
+        """Map the functions over this tree's roots (after every root is registered)."""
+        k = len(self.roots)
+        self.mid = self._mid.map(k)
+        self.point_fn = self.points._fn.map(k) if self.points is not None else None
+
+
+def _group_key(specs) -> str:
+    """Modules of a root, without names: alike roots share one compiled tree."""
+    names = {s.name: i for i, s in enumerate(specs)}
+    return json.dumps([[names.get(s.parent), s.joint, s.block.get("body"), s.block.get("contact")]
+                       for s in specs], sort_keys=True, default=str)
+
+
+class SoftLeaves:
+    """The soft modules of ``robot.soft_modules`` hung from the rigid model (``model``: the
+    robot's by default). Coordinates: ``q = (q_r, q_s)``, ``v = (v_r, v_s)``; the soft
+    coordinates are grouped by root frame (roots in order of first declaration), each group in
+    manifest order."""
+
+    def __init__(self, robot, model: pin.Model = None):
+        specs = robot.soft_modules
+        if not specs:
+            raise InputError(f"robot '{robot.name}' declares no soft_modules", field="soft_modules")
+        self.robot = robot
+        self.model = robot.model if model is None else model
+        self.data = self.model.createData()
+        self.roots: List[str] = list(dict.fromkeys(s.root for s in specs))
+        self.root_ids = [self.model.getFrameId(r) for r in self.roots]
+        groups = [[s for s in specs if s.root == r] for r in self.roots]
+        trees: Dict[str, _LeafTree] = {}
+        self.leaf_tree: List[_LeafTree] = []
+        for g, group in enumerate(groups):
+            key = _group_key(group)
+            if key not in trees:
+                trees[key] = self._build(robot, group)
+            trees[key].roots.append(g)
+            self.leaf_tree.append(trees[key])
+        self.trees = list(trees.values())
+        for t in self.trees:
+            t.compile()
+        self.nq_r, self.nv_r = self.model.nq, self.model.nv
+        self.ns = sum(t.ns for t in self.leaf_tree)
+        self.nq, self.nv = self.nq_r + self.ns, self.nv_r + self.ns
+        self.slices: Dict[str, slice] = {}          # each module's coordinates within q_s
+        self.group_slices: List[slice] = []
+        k = 0
+        for group, t in zip(groups, self.leaf_tree):
+            self.group_slices.append(slice(k, k + t.ns))
+            for i, s in enumerate(group, start=1):
+                sl = t.tree.vslice[i]
+                self.slices[s.name] = slice(k + sl.start - 6, k + sl.stop - 6)
+            k += t.ns
+        self.names = list(self.slices)
+        self.contact_modules = [s for group in groups for s in group if s.has_contact]
+        self.contact_roots = [s.root for s in self.contact_modules]
+        self._mass = sum(float(m.body.weights.sum()) for t in self.leaf_tree for m in t.tree.modules)
+        G = len(self.roots)
+        self.J = np.zeros((6 * G, self.nv_r))
+        self.A_b = np.zeros(6 * G)
+        self.V = np.zeros(6 * G)
+
+    @staticmethod
+    def _build(robot, group) -> _LeafTree:
+        modules = [Module("root", FreeFlyerJoint(), RigidBody(0.0))]
+        local = {s.name: f"m{i}" for i, s in enumerate(group)}
+        for s in group:
+            module = build_module(robot.soft_doc, s.where, s.block, local.get(s.parent, "root"), s.joint)
+            module.name = local[s.name]
+            modules.append(module)
+        tree = SoftTree(modules, gravity=np.array(robot.model.gravity.linear))
+        return _LeafTree(tree, [(local[s.name], s.contact) for s in group if s.has_contact])
+
+    @property
+    def mass(self) -> float:
+        """Mass of the soft modules."""
+        return self._mass
+
+    def neutral(self, q_r: np.ndarray) -> np.ndarray:
+        """``(q_r, q_s = 0)``: every soft module at rest."""
+        return np.concatenate([q_r, np.zeros(self.ns)])
+
+    # ------------------------------------------------------------------ one evaluation
+    def update(self, q: np.ndarray, v: np.ndarray, rigid_terms: bool = True) -> None:
+        """Rigid kinematics (``pin.computeAllTerms`` unless the caller ran it on ``self.data``)
+        and every root's Jacobian, twist and bias acceleration (LOCAL) at (q, v)."""
+        model, data = self.model, self.data
+        q_r, v_r = q[:self.nq_r], v[:self.nv_r]
+        if rigid_terms:
+            pin.computeAllTerms(model, data, q_r, v_r)
+        pin.updateFramePlacements(model, data)
+        for g, fid in enumerate(self.root_ids):
+            self.J[6 * g:6 * g + 6] = pin.getFrameJacobian(model, data, fid, LOCAL)
+            self.A_b[6 * g:6 * g + 6] = pin.getFrameAcceleration(model, data, fid, LOCAL).vector
+        np.dot(self.J, v_r, out=self.V)
+        self._q_s, self._v_s = q[self.nq_r:], v[self.nv_r:]
+
+    def _tree_inputs(self, t: _LeafTree):
+        """(q, v) columns of tree ``t``, one per root using it."""
+        data = self.data
+        Q = np.empty((t.tree.nq, len(t.roots)))
+        V = np.empty((t.tree.nv, len(t.roots)))
+        for c, g in enumerate(t.roots):
+            oMf = data.oMf[self.root_ids[g]]
+            Q[:3, c] = oMf.translation
+            Q[3:7, c] = pin.Quaternion(oMf.rotation).coeffs()
+            Q[7:, c] = self._q_s[self.group_slices[g]]
+            V[:6, c] = self.V[6 * g:6 * g + 6]
+            V[6:, c] = self._v_s[self.group_slices[g]]
+        return Q, V
+
+    def mass_and_nle(self, q: np.ndarray, v: np.ndarray, rigid_terms: bool = True) -> Tuple[np.ndarray, np.ndarray]:
+        """(M, h) of the whole robot (module docstring); ``h = C v + g + K q_s + D v_s``."""
+        self.update(q, v, rigid_terms)
+        r = self.nv_r
+        M = np.zeros((self.nv, self.nv))
+        h = np.empty(self.nv)
+        M[:r, :r] = self.data.M
+        h[:r] = self.data.nle
+        for t in self.trees:
+            Mt, ht = t.mid(*self._tree_inputs(t))                 # [Pustina 2024, Alg. 3]
+            Mt, ht = np.array(Mt), np.array(ht)
+            n = t.tree.nv
+            for c, g in enumerate(t.roots):
+                Mg, hg = Mt[:, c * n:(c + 1) * n], ht[:, c]
+                J, A = self.J[6 * g:6 * g + 6], self.A_b[6 * g:6 * g + 6]
+                s = slice(r + self.group_slices[g].start, r + self.group_slices[g].stop)
+                M[:r, :r] += J.T @ Mg[:6, :6] @ J
+                M[:r, s] = J.T @ Mg[:6, 6:]
+                M[s, :r] = M[:r, s].T
+                M[s, s] = Mg[6:, 6:]
+                h[:r] += J.T @ (Mg[:6, :6] @ A + hg[:6])          # the leaves' wrench on F
+                h[s] = Mg[6:, :6] @ A + hg[6:]
+        return M, h
+
+    def contact_points(self, q: np.ndarray, v: np.ndarray, updated: bool = False):
+        """World positions (k, 3), Jacobians (3k x nv, world linear velocity of each contact
+        material point) and ``Jdot v`` (3k) of the contact points, root by root."""
+        if not updated:
+            self.update(q, v)
+        r = self.nv_r
+        rows: Dict[int, Tuple] = {}
+        for t in self.trees:
+            if t.point_fn is None:
+                continue
+            P, Jt, Bt = (np.array(x) for x in t.point_fn(*self._tree_inputs(t)))
+            n = t.tree.nv
+            for c, g in enumerate(t.roots):
+                Jg = Jt[:, c * n:(c + 1) * n]
+                J = np.zeros((len(Jg), self.nv))
+                J[:, :r] = Jg[:, :6] @ self.J[6 * g:6 * g + 6]
+                J[:, r + self.group_slices[g].start:r + self.group_slices[g].stop] = Jg[:, 6:]
+                rows[g] = (P[:, c], J, Bt[:, c] + Jg[:, :6] @ self.A_b[6 * g:6 * g + 6])
+        order = [rows[g] for g in sorted(rows)]
+        return (np.concatenate([o[0] for o in order]).reshape(-1, 3), np.vstack([o[1] for o in order]),
+                np.concatenate([o[2] for o in order]))
+
+    def deformation(self, q: np.ndarray) -> Dict[str, np.ndarray]:
+        """Each soft module's own coordinates."""
+        q_s = q[self.nq_r:]
+        return {n: q_s[s] for n, s in self.slices.items()}
