@@ -111,6 +111,13 @@ class Layout:
         self.nf = off
         self.nx = n + off
         self.act = f.joints.v_cols
+        u = f.state.unactuated                  # rows of the dynamics with no actuator
+        self.n_unactuated = len(u)
+        contiguous = len(u) and np.array_equal(u, np.arange(u[0], u[0] + len(u)))
+        self.unactuated = slice(u[0], u[0] + len(u)) if contiguous else u
+        self.others = np.setdiff1d(np.arange(n), u)      # every other coordinate of dv
+        if contiguous and u[0] == 0:
+            self.others = slice(len(u), n)
         self.key = (f.generation, mode) if mode == "fixed" else (f.generation, mode, stance)
         # stance forces (the ones tasks act on)
         self.stance_contacts = [i for i in self.included if stance[i]]
@@ -210,11 +217,14 @@ class Formulation:
         self.state = ModelUpdate(robot, self.contacts, morphology_map, projection)
         self.joints = self._joints(robot, morphology_map, projection, config)
         tc = config["tasks"]
-        self.tasks = [ComTask(tc["com"]), BasePositionTask(tc["base_position"]),
-                      BaseOrientationTask(tc["base_orientation"]), SwingFootTask(tc["swing_foot"]),
-                      PostureTask(tc["posture"], self.joints), MomentumTask(tc["momentum"]),
-                      ForceRegularizationTask(tc["force_regularization"],
-                                              surfaces=any(c.kind == "surface" for c in self.contacts))]
+        # a fixed base (five-bars, deltas, test rigs) has no base, CoM or momentum to steer: the
+        # joint-space posture task (and swing tasks of any contact frames) remain
+        floating = [ComTask(tc["com"]), BasePositionTask(tc["base_position"]),
+                    BaseOrientationTask(tc["base_orientation"])] if self.state.nb else []
+        self.tasks = floating + [SwingFootTask(tc["swing_foot"]), PostureTask(tc["posture"], self.joints)] \
+            + ([MomentumTask(tc["momentum"])] if self.state.nb else []) \
+            + [ForceRegularizationTask(tc["force_regularization"],
+                                       surfaces=any(c.kind == "surface" for c in self.contacts))]
         cc, lc = config["contacts"], config["limits"]
         self.constraints: List = [FloatingBaseDynamics(), ContactAcceleration(cc["kd"]),
                                   FrictionCone(cc["cone_facets"], cc["cone_approximation"])]
@@ -256,7 +266,7 @@ class Formulation:
         if projection is not None:
             names = list(robot.actuated_joints)
             qh = np.array([m.joints[m.getJointId(nm)].idx_q for nm in names])
-            js = JointSet(robot, names, qh, 6 + np.arange(len(names)), qh, scale)
+            js = JointSet(robot, names, qh, projection.nb + np.arange(len(names)), qh, scale)
             js.tau_max = np.asarray(projection.force_limits(), float) * scale   # screw or URDF
             js.tau_max[~np.isfinite(js.tau_max) | (js.tau_max <= 0)] = INF
             return js
@@ -321,7 +331,8 @@ class Formulation:
 
     def decode(self, lay: Layout, x: np.ndarray, exact: bool = False):
         """(dv, f, tau) from a solution. Unless the backend kept the equalities ``exact``
-        (null-space elimination), the base rows are re-solved for the base acceleration."""
+        (null-space elimination), the unactuated rows are re-solved for the unactuated
+        accelerations (base, free internal motions) with the others fixed."""
         st = self.state
         n = lay.n
         dv = x[:n]
@@ -331,12 +342,13 @@ class Formulation:
             f[lay.swing_force_cols - n] = 0.0
         Jf = lay.Jf
         M, h = st.M, st.h
-        if not exact:
+        u, o = lay.unactuated, lay.others
+        if not exact and lay.n_unactuated:
             dv = dv.copy()
-            rhs = -h[:6] - M[:6, 6:] @ dv[6:]
+            rhs = -h[u] - M[u][:, o] @ dv[o]
             if lay.nf:
-                rhs += Jf[:, :6].T @ f
-            dv[:6] = np.linalg.solve(M[:6, :6], rhs)
+                rhs += Jf[:, u].T @ f
+            dv[u] = np.linalg.solve(M[u][:, u], rhs)
         act = lay.act
         tau = M[act] @ dv + h[act]
         if lay.nf:
@@ -355,7 +367,7 @@ class Formulation:
             if st.projection is not None:
                 G, _ = st.projection.projection(qf, vf)
                 grav = G.T @ pin.computeGeneralizedGravity(st.model, st.data, qf)
-                vm = np.concatenate([vf[:6], vf[st.projection.ia]])
+                vm = np.concatenate([vf[:st.nb], vf[st.projection.ia]])
             else:
                 grav = pin.computeGeneralizedGravity(st.model, st.data, qf)[st.v_index]
                 vm = np.asarray(v, float)

@@ -20,7 +20,14 @@ rows/columns are sliced with ``v_index`` ([Farghdani 2025], Algorithm 1): exact,
 Closed chains ([Mingo Hoffman 2024, Appendix B]): with ``v = G_f v_m`` and ``a = G_f a_m + d`` from
 :class:`~hybrid_dynamics.dynamics.closed_chain.LoopClosureKinematics`, the controller works in
 the independent coordinates: ``M_red = G_f^T M G_f``, ``h_red = G_f^T (h + M d)``,
-``J_red = J G_f``, ``drift_red = drift + J d``.
+``J_red = J G_f``, ``drift_red = drift + J d``. Loops that leave internal motions free (split
+coaxial joints, Cassie's springs) add their inertial ones to the coordinates: ``G_f`` gets the
+columns ``N`` (:meth:`~hybrid_dynamics.dynamics.closed_chain.LoopClosureKinematics.inertial_free_motions`),
+``v_m`` the rates ``N^T v_u``, and their rows, like the base's, carry no actuator. Passive
+joints' springs (Cassie's shin and heel) act in ``h`` as known forces: ``h_red = G_f^T (h - tau_s + M d)``.
+
+Coordinates ``v_m = [base (nb: 6, or 0 for a fixed base), actuated joints, free motions]``;
+``unactuated`` lists the rows of the dynamics with no actuator (base and free motions).
 """
 from __future__ import annotations
 
@@ -79,7 +86,13 @@ class ModelUpdate:
         self.v_index = (morphology_map.v_index if morphology_map is not None else np.arange(nv_full))
         self.sliced = len(self.v_index) != nv_full
         self.nv = len(self.v_index)
-        self.n = self.nv if projection is None else 6 + len(robot.actuated_joints)
+        m = self.model
+        self.nb = 6 if m.njoints > 1 and m.joints[1].shortname() == "JointModelFreeFlyer" else 0
+        self.n_free = 0 if projection is None else projection.n_inertial
+        n_act = len(robot.actuated_joints)
+        self.n = self.nv if projection is None else self.nb + n_act + self.n_free
+        self.unactuated = np.arange(self.nb) if projection is None else \
+            np.r_[np.arange(self.nb), self.nb + n_act + np.arange(self.n_free)].astype(int)
         self.mass = float(sum(self.model.inertias[j].mass for j in range(self.model.njoints)))
         self.gravity = np.array(self.model.gravity.linear)
         self.J6 = [np.zeros((6, self.n)) for _ in contacts]
@@ -102,12 +115,21 @@ class ModelUpdate:
         pin.computeAllTerms(model, data, q_full, v_full)
         G = None
         if self.projection is not None:
-            G, d = self.projection.projection(q_full, v_full)
-            self.G, self.d = G, d
+            kin = self.projection
+            G, d = kin.projection(q_full, v_full)
             M = data.M
+            vm = [v_full[:self.nb], v_full[kin.ia]]
+            if self.n_free:
+                M = np.triu(M) + np.triu(M, 1).T
+                N = kin.inertial_free_motions(M)
+                Nf = np.zeros((self.nv, self.n_free))
+                Nf[kin.iu] = N
+                G = np.hstack([G, Nf])
+                vm.append(N.T @ v_full[kin.iu])
+            self.G, self.d = G, d
             self.M = G.T @ M @ G
-            self.h = G.T @ (data.nle + M @ d)
-            self.v_m = np.concatenate([v_full[:6], v_full[self.projection.ia]])
+            self.h = G.T @ (data.nle - kin.spring_forces(q_full, v_full) + M @ d)
+            self.v_m = np.concatenate(vm)
         elif self.sliced:
             ix = self.v_index
             self.M = data.M[np.ix_(ix, ix)]

@@ -6,7 +6,7 @@ dynamics with contacts (three-step and projected forms). The loop kinematics the
 Fixed base, loops that determine every passive joint (r_u = n_u; rows possibly dependent):
 
     a_u   = -J_lu^+ (J_la a_a + J_l_dot v)
-    tau_a = tau'_a - J_la^T lambda,  lambda = J_lu^+T tau'_u,  tau' = rnea(q, v, a)
+    tau_a = tau'_a - J_la^T lambda,  lambda = J_lu^+T tau'_u,  tau' = rnea(q, v, a) - tau_s
                                                    ([Mingo Hoffman 2024, Eqs. (28)-(29)])
 
 With free internal motions (r_u < n_u) their accelerations are not set by the actuators but
@@ -15,7 +15,8 @@ independent rows W^T J_l (W: leading left singular vectors of J_l) solve togethe
 
     M_u a_u - S_a^T tau_a - J_r^T lambda = -(M_a a_a + h),   J_r,u a_u = -(J_r,a a_a + W^T J_l_dot v)
 
-in least squares (least norm for motions without inertia).
+in least squares (least norm for motions without inertia), with h less the springs' forces tau_s
+of passive joints (``springs`` of the loop YAML, MJCF joint stiffness; Cassie's shin and heel).
 """
 from __future__ import annotations
 
@@ -36,14 +37,60 @@ __all__ = ["LoopClosureKinematics", "LoopState", "SingularLinkage", "ClosedChain
 
 class LoopClosureKinematics(LoopKinematics):
     """:class:`LoopKinematics` of a robot (``robot.loops``, ``robot.q_stand``) with its fixed-base
-    inverse dynamics (:meth:`inverse_dynamics`) and actuator mappings (:meth:`motor_torque`,
-    :meth:`actuator_force`, :meth:`force_limits`)."""
+    inverse dynamics (:meth:`inverse_dynamics`), actuator mappings (:meth:`motor_torque`,
+    :meth:`actuator_force`, :meth:`force_limits`) and the free internal motions that carry
+    inertia (:meth:`inertial_free_motions`)."""
+
+    # a free internal motion whose inertia is below this fraction of the largest joint-space
+    # diagonal entry of M carries none (a massless link): least norm, not a dynamic DoF. Rod
+    # spins are kept: Cassie-like's (1e-6 of the largest entry) change the actuated
+    # accelerations by 0.3 % when dropped
+    FREE_INERTIA = 1e-10
 
     def __init__(self, robot, loops=None, model: Optional[pin.Model] = None, q_ref=None):
         if q_ref is None and robot is not None:
             q_ref = getattr(robot, "q_stand", None)
         super().__init__(model if model is not None else robot.model,
                          loops if loops is not None else getattr(robot, "loops", None), q_ref)
+        springs = self.spec.springs if self.spec is not None else {}
+        m = self.model
+        self._spring_v = np.array([m.joints[m.getJointId(n)].idx_v for n in springs], dtype=int)
+        self._spring_q = np.array([m.joints[m.getJointId(n)].idx_q for n in springs], dtype=int)
+        self._spring_k, self._spring_rest, self._spring_d = (
+            np.array([[getattr(s_, a) for s_ in springs.values()] for a in ("stiffness", "rest", "damping")])
+            if springs else np.zeros((3, 0)))
+        self.n_inertial = 0
+        if self.n_free:
+            self.factor(self.compute(self.q_ref).J.T)
+            M = self._mass(self.q_ref)
+            inertia = np.linalg.eigvalsh(self.last_null.T @ M[np.ix_(self.iu, self.iu)] @ self.last_null)
+            self.n_inertial = int(np.sum(inertia > self.FREE_INERTIA * np.diag(M)[self.nb:].max()))
+
+    def spring_forces(self, q: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """Generalized forces of the passive joints' springs (nv): -k (q - rest) - d v on each
+        spring joint (``springs`` of the loop YAML, MJCF joint stiffness), zero elsewhere."""
+        tau = np.zeros(self.nv)
+        if self._spring_v.size:
+            tau[self._spring_v] = -self._spring_k * (q[self._spring_q] - self._spring_rest) \
+                - self._spring_d * v[self._spring_v]
+        return tau
+
+    def _mass(self, q: np.ndarray) -> np.ndarray:
+        M = pin.crba(self.model, self.data, q)
+        return np.triu(M) + np.triu(M, 1).T
+
+    def inertial_free_motions(self, M: np.ndarray) -> np.ndarray:
+        """Orthonormal basis (n_u x n_inertial) of the free internal motions with inertia at the
+        last factored state (after :meth:`projection`): the null space of J_lu restricted to the
+        eigenvectors of its inertia N^T M_uu N with the n_inertial largest eigenvalues. Their
+        accelerations follow from the dynamics (zero generalized force along them), as in
+        Pinocchio's constraintDynamics; the others (rod spins) by least norm."""
+        N = self.last_null
+        if not self.n_inertial:
+            return N[:, :0]
+        Muu = M[np.ix_(self.iu, self.iu)]
+        _, V = np.linalg.eigh(N.T @ Muu @ N)
+        return N @ V[:, -self.n_inertial:]
 
     def inverse_dynamics(self, q: np.ndarray, v: np.ndarray, a_a: np.ndarray,
                          G_f: Optional[np.ndarray] = None, drift: Optional[np.ndarray] = None):
@@ -64,7 +111,7 @@ class LoopClosureKinematics(LoopKinematics):
             a = np.zeros(self.nv)
             a[self.ia] = a_a
             a[self.iu] = fac.solve(np.negative(a_a @ Jla_T + dacc))
-            tau = pin.rnea(self.model, self.data, q, v, a)
+            tau = pin.rnea(self.model, self.data, q, v, a) - self.spring_forces(q, v)
             lam = fac.solve_t(tau[self.iu])                 # [Mingo Hoffman 2024, Eq. (28)]
             return tau[self.ia] - Jla_T @ lam, a            # [Mingo Hoffman 2024, Eq. (29)]
         if G_f is None:
@@ -72,7 +119,7 @@ class LoopClosureKinematics(LoopKinematics):
         a = G_f[:, self.nb:] @ a_a
         if drift is not None:
             a = a + drift
-        tau = pin.rnea(self.model, self.data, q, v, a)
+        tau = pin.rnea(self.model, self.data, q, v, a) - self.spring_forces(q, v)
         return G_f[:, self.nb:].T @ tau, a
 
     def _inverse_dynamics_free(self, q, v, a_a):
@@ -81,9 +128,8 @@ class LoopClosureKinematics(LoopKinematics):
         U, s, _ = np.linalg.svd(st.J, full_matrices=False)
         W = U[:, :self.rank_l]
         Jr, dr = W.T @ st.J, W.T @ st.drift_acc
-        M = pin.crba(self.model, self.data, q)
-        M = np.triu(M) + np.triu(M, 1).T
-        h = pin.nonLinearEffects(self.model, self.data, q, v)
+        M = self._mass(q)
+        h = pin.nonLinearEffects(self.model, self.data, q, v) - self.spring_forces(q, v)
         nb, nu, na, r = self.nb, self.n_pas, self.n_act, self.rank_l
         rows = slice(nb, self.nv)                     # the base is held: its rows carry no equation
         K = np.zeros((self.nv - nb + r, nu + na + r))

@@ -108,12 +108,15 @@ class PassiveSolve:
     """J_lu at one state, factored for J_lu x = b and J_lu^T y = c (least squares, least norm).
 
     LU (LAPACK getrf, rcond by gecon) when ``rank`` is None (square J_lu of full rank), else
-    the SVD truncated to ``rank`` singular values (rcond = sigma_rank / sigma_1)."""
+    the SVD truncated to ``rank`` singular values (rcond = sigma_rank / sigma_1); its discarded
+    right singular vectors are ``null``, an orthonormal basis of the free internal motions
+    (n_u x (n_u - rank); n_u x 0 on the LU path)."""
 
-    __slots__ = ("lu", "piv", "U", "s", "Vt", "rcond")
+    __slots__ = ("lu", "piv", "U", "s", "Vt", "rcond", "null")
 
     def __init__(self, Jlu: np.ndarray, rank: Optional[int]):
         self.U = self.s = self.Vt = self.lu = self.piv = None
+        self.null = np.zeros((Jlu.shape[1], 0))
         if not Jlu.size:
             self.lu, self.piv, self.rcond = Jlu, np.zeros(0, dtype=np.int32), 1.0
         elif rank is None:
@@ -121,9 +124,9 @@ class PassiveSolve:
             self.lu, self.piv, info = _getrf(Jlu, overwrite_a=1)
             self.rcond = float(_gecon(self.lu, anorm, "1")[0]) if info == 0 else 0.0
         else:
-            U, s, Vt = np.linalg.svd(Jlu, full_matrices=False)
+            U, s, Vt = np.linalg.svd(Jlu, full_matrices=True)
             self.rcond = float(s[rank - 1] / s[0]) if rank and s[0] > 0 else (1.0 if not rank else 0.0)
-            self.U, self.s, self.Vt = U[:, :rank], s[:rank], Vt[:rank]
+            self.U, self.s, self.Vt, self.null = U[:, :rank], s[:rank], Vt[:rank], Vt[rank:].T
 
     def solve(self, b: np.ndarray) -> np.ndarray:
         """x = J_lu^+ b (b: m or m x k)."""
@@ -256,6 +259,7 @@ class LoopKinematics:
             for k in measured:
                 self._R_ref[k] = F[2 * k, :, :3].T @ F[2 * k + 1, :, :3]
         self.last_rcond = 1.0
+        self.last_null = np.zeros((self.n_pas, 0))     # free internal motions at the last factored state
         self.set_ranks(self.q_ref)
 
     def set_ranks(self, q: np.ndarray, tol: float = 1e-8) -> None:
@@ -360,7 +364,7 @@ class LoopKinematics:
     def factor(self, JT: np.ndarray) -> PassiveSolve:
         """J_lu at one state, from J_l^T (nv x m): LU or truncated SVD (see the module doc)."""
         fac = PassiveSolve(JT[self.iu].T, self._svd_rank)      # Fortran order: LAPACK may overwrite
-        self.last_rcond = fac.rcond
+        self.last_rcond, self.last_null = fac.rcond, fac.null
         return fac
 
     def _solve_jm(self, J: np.ndarray, fac: PassiveSolve, extra: Optional[np.ndarray] = None):

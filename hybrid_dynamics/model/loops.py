@@ -18,6 +18,8 @@ is written down in docs/loops.md::
     base: fixed | floating                   # for a loop YAML loaded as the robot (default fixed)
     transmissions:                           # per actuated prismatic joint
       joint_name: {lead: 0.005, efficiency: 0.9, max_force: 5000}
+    springs:                                 # per passive joint: tau = -stiffness (q - rest) - damping v
+      joint_name: {stiffness: 1500, rest: 0.0, damping: 0.1}
 
 :func:`load_loops` checks every key and name; :func:`build_loop_model` applies the joint
 substitutions; :func:`apply_strokes` warns of zero-width or missing limits and takes the
@@ -42,7 +44,7 @@ from .yamlio import YamlDocument, load_yaml
 
 DEFAULT_AXES = {"3d": (0, 1, 2), "6d": (0, 1, 2, 3, 4, 5)}
 KEYS = ("closed_loop", "type", "name_mot", "joint_name", "joint_type", "constrained_axes", "orientation",
-        "stroke", "internal_motion", "base", "transmissions")
+        "stroke", "internal_motion", "base", "transmissions", "springs")
 AXES = {"x": pin.JointModelRX, "y": pin.JointModelRY, "z": pin.JointModelRZ}
 
 
@@ -70,6 +72,15 @@ class Transmission:
     max_force: float = float("inf")
 
 
+@dataclass(frozen=True)
+class Spring:
+    """A passive joint's spring (Cassie's shin and heel springs): tau = -stiffness (q - rest) -
+    damping v (N m/rad, rad, N m s/rad; N/m, m, N s/m for a prismatic joint)."""
+    stiffness: float
+    rest: float = 0.0
+    damping: float = 0.0
+
+
 @dataclass
 class LoopSpec:
     path: Path
@@ -80,6 +91,7 @@ class LoopSpec:
     stroke: Dict[str, Tuple[float, float]] = field(default_factory=dict)
     internal_motion: str = "least_norm"
     base: Optional[str] = None
+    springs: Dict[str, Spring] = field(default_factory=dict)
 
     @property
     def rows(self) -> int:
@@ -189,7 +201,16 @@ def load_loops(path: str | Path, model: pin.Model) -> LoopSpec:
         except (TypeError, KeyError, ValueError, AttributeError):
             raise doc.error("needs numbers lead, and optionally efficiency, max_force",
                             "transmissions", name) from None
-    return LoopSpec(Path(path), loops, actuated, transmissions, substitutions, stroke, internal, base)
+    springs = {}
+    for name, spec in (data.get("springs") or {}).items():
+        if not model.existJointName(str(name)) or name in actuated:
+            raise doc.error(f"'{name}' is not a passive joint of the URDF", "springs", name)
+        try:
+            springs[str(name)] = Spring(float(spec["stiffness"]), float(spec.get("rest", 0.0)),
+                                        float(spec.get("damping", 0.0)))
+        except (TypeError, KeyError, ValueError, AttributeError):
+            raise doc.error("needs a number stiffness, and optionally rest, damping", "springs", name) from None
+    return LoopSpec(Path(path), loops, actuated, transmissions, substitutions, stroke, internal, base, springs)
 
 
 def build_loop_model(model: pin.Model, spec: LoopSpec) -> pin.Model:
@@ -432,7 +453,7 @@ keyframes are in ``model.referenceConfigurations`` ('qpos0', key names).
             raise InputError(f"actuated joint '{name}' is not in the model", file=str(path))
     balls = {model.names[j]: "spherical" for j in range(1, model.njoints)
              if model.joints[j].shortname() == "JointModelSpherical"}
-    spec = LoopSpec(path, loops, list(actuated), substitutions=balls)
+    spec = LoopSpec(path, loops, list(actuated), substitutions=balls, springs=_mjcf_springs(root, actuated))
     model = build_loop_model(model, spec)
     if isinstance(rows, LoopSpec):
         axes = {frozenset((l.frame_a, l.frame_b)): (l.frame_a, l.axes) for l in rows.loops}
@@ -452,6 +473,23 @@ keyframes are in ``model.referenceConfigurations`` ('qpos0', key names).
     elif rows != "all":
         raise ValueError(f"rows must be 'all', 'rank' or a LoopSpec, got {rows!r}")
     return model, spec
+
+
+def _mjcf_springs(root, actuated) -> Dict[str, Spring]:
+    """Passive hinge and slide joints with a ``stiffness``: MuJoCo's joint spring
+    -stiffness (qpos - springref) - damping qvel (springref in degrees unless
+    ``<compiler angle="radian">``, as MuJoCo reads it)."""
+    compiler = root.find("compiler")
+    degree = compiler is None or compiler.get("angle", "degree") == "degree"
+    springs = {}
+    for el in root.iter("joint"):
+        name, k = el.get("name"), float(el.get("stiffness", 0) or 0)
+        if name and k > 0 and name not in actuated and el.get("type", "hinge") in ("hinge", "slide"):
+            rest = float(el.get("springref", 0))
+            if degree and el.get("type", "hinge") == "hinge":
+                rest = math.radians(rest)
+            springs[name] = Spring(k, rest, float(el.get("damping", 0)))
+    return springs
 
 
 def independent_rows(model: pin.Model, spec: LoopSpec, q_ref: np.ndarray, tol: float = 1e-9) -> LoopSpec:
@@ -478,4 +516,4 @@ def independent_rows(model: pin.Model, spec: LoopSpec, q_ref: np.ndarray, tol: f
             raise InputError(f"loop {loop.frame_a}-{loop.frame_b} adds no independent constraint at the "
                              "reference configuration", file=str(spec.path))
         loops.append(LoopClosure(loop.frame_a, loop.frame_b, loop.kind, tuple(axes), loop.orientation))
-    return LoopSpec(spec.path, loops, list(spec.actuated), dict(spec.transmissions))
+    return LoopSpec(spec.path, loops, list(spec.actuated), dict(spec.transmissions), springs=dict(spec.springs))

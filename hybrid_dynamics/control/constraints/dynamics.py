@@ -1,12 +1,14 @@
-"""Floating-base dynamics: the six unactuated rows of ``M dv + h = S^T tau + J^T f``.
+"""Floating-base dynamics: the unactuated rows of ``M dv + h = S^T tau + J^T f``.
 
 Torques are not variables: the actuated rows give them afterwards,
 ``tau = M_a dv + h_a - J_a^T f``, so the only dynamics rows in the QP are the base ones,
 
-    M_b dv - J_b^T f = -h_b        (6 equalities; J stacks the stance point Jacobians)
+    M_b dv - J_b^T f = -h_b        (one per unactuated coordinate; J stacks the stance point Jacobians)
 
-(TSID's ``InverseDynamicsFormulationAccForce`` does the same). For closed chains the rows are
-those of the projected dynamics ``G_f^T (M a + h - J^T f)`` ([Mingo Hoffman 2024, Appendix B]).
+(TSID's ``InverseDynamicsFormulationAccForce`` does the same). The unactuated coordinates are
+the six of a floating base (none for a fixed one) and, for closed chains, the free internal
+motions with inertia; the rows are then those of the projected dynamics
+``G_f^T (M a + h - J^T f)`` ([Mingo Hoffman 2024, Appendix B]).
 """
 from __future__ import annotations
 
@@ -18,12 +20,12 @@ class FloatingBaseDynamics(Constraint):
     equality = True
 
     def rows(self, layout) -> int:
-        return 6
+        return layout.n_unactuated
 
     def fill(self, C, lo, hi, state, layout) -> None:
-        n = layout.n
-        C[:, :n] = state.M[:6]
+        n, u = layout.n, layout.unactuated
+        C[:, :n] = state.M[u]
         if layout.nf:
-            C[:, n:] = -layout.Jf[:, :6].T
-        lo[:] = -state.h[:6]
+            C[:, n:] = -layout.Jf[:, u].T
+        lo[:] = -state.h[u]
         hi[:] = lo
