@@ -25,6 +25,7 @@ from hybrid_dynamics.control import References, WholeBodyController
 from hybrid_dynamics.control.references import OrientationTarget, Target
 from hybrid_dynamics.errors import DescriptionWarning
 from hybrid_dynamics.model.robot import Contact, load_robot
+from loop_reference import constraint_dynamics
 
 DATA = Path(__file__).parent / "data"
 LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
@@ -58,20 +59,6 @@ FLOATING = {"digit_like_2legs": lambda: _quiet(load_robot, DATA / "digit_like_2l
             "cassie_mjcf": _cassie_mjcf}
 
 
-def _loop_models(robot):
-    m = robot.model
-    models = pin.StdVec_RigidConstraintModel()
-    for loop in robot.loops.loops:
-        fa, fb = m.frames[m.getFrameId(loop.frame_a)], m.frames[m.getFrameId(loop.frame_b)]
-        kind = pin.ContactType.CONTACT_6D if loop.kind == "6d" else pin.ContactType.CONTACT_3D
-        models.append(pin.RigidConstraintModel(kind, m, fa.parentJoint, fa.placement, fb.parentJoint,
-                                               fb.placement, pin.ReferenceFrame.LOCAL))
-    datas = pin.StdVec_RigidConstraintData()
-    for c in models:
-        datas.append(c.createData())
-    return models, datas
-
-
 def _pinocchio_motion(robot, kin, q, v, tau_a, point_forces):
     """ddq of the tree under the actuator forces, the contact point forces (world) and the loop
     constraints alone (constraintDynamics), and the generalized force applied."""
@@ -87,10 +74,7 @@ def _pinocchio_motion(robot, kin, q, v, tau_a, point_forces):
         for p, f in zip(robot.contacts[[c.frame for c in robot.contacts].index(frame)].points, forces):
             r = d.oMf[fid].rotation @ p
             tau += (J[:3] - pin.skew(r) @ J[3:]).T @ f
-    models, datas = _loop_models(robot)
-    pin.initConstraintDynamics(m, d, models, datas)
-    ddq = pin.constraintDynamics(m, d, q, v, tau, models, datas, pin.ProximalSettings(1e-14, 1e-10, 2000))
-    return ddq, tau
+    return constraint_dynamics(robot, q, v, tau), tau
 
 
 def _loop_and_contact_accelerations(robot, q, v, ddq, frames):

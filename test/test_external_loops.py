@@ -17,6 +17,7 @@ from hybrid_dynamics.dynamics.closed_chain import LoopClosureKinematics
 from hybrid_dynamics.estimation.passive_state import PassiveStateEstimator
 from hybrid_dynamics.errors import DescriptionWarning
 from hybrid_dynamics.model.robot import load_robot
+from loop_reference import constraint_dynamics
 
 DATA = Path(__file__).parent / "data"
 # robot: (loops, rows, passive DoF, free internal motions) as the files define them
@@ -101,21 +102,9 @@ def test_constrained_id_reproduced_by_pinocchio_constraint_dynamics(loaded):
     a_a = rng.uniform(-2, 2, kin.n_act)
     tau_a, a = kin.inverse_dynamics(q, v, a_a)
     assert np.allclose(a[kin.ia], a_a)
-    models = pin.StdVec_RigidConstraintModel()
-    for loop in robot.loops.loops:
-        fa, fb = m.frames[m.getFrameId(loop.frame_a)], m.frames[m.getFrameId(loop.frame_b)]
-        kind = pin.ContactType.CONTACT_6D if loop.kind == "6d" else pin.ContactType.CONTACT_3D
-        models.append(pin.RigidConstraintModel(kind, m, fa.parentJoint, fa.placement, fb.parentJoint,
-                                               fb.placement, pin.ReferenceFrame.LOCAL))
-    datas = pin.StdVec_RigidConstraintData()
-    for c in models:
-        datas.append(c.createData())
-    d = m.createData()
-    pin.initConstraintDynamics(m, d, models, datas)
     tau = kin.spring_forces(q, v)          # the MJCF's shin and heel springs act on their joints
     tau[kin.ia] = tau_a
-    prox = pin.ProximalSettings(1e-14, 1e-10, 2000)
-    ddq = pin.constraintDynamics(m, d, q, v, tau, models, datas, prox)
+    ddq = constraint_dynamics(robot, q, v, tau)
     assert np.abs(tau_a).max() > 1e-6                        # something is actuated
     scale = max(1.0, np.abs(a).max())
     diff = ddq - a
@@ -123,7 +112,8 @@ def test_constrained_id_reproduced_by_pinocchio_constraint_dynamics(loaded):
     # passive joints: the part the actuators determine, and no difference that carries inertia
     # (the delta's rod spins weigh 1.6e-11 kg m^2: both solvers pick among equivalent values)
     assert np.abs(kin.determined(q, diff[kin.iu])).max() < 1e-8 * scale, (name, np.abs(diff).max())
-    M = pin.crba(m, m.createData(), q)
+    d = m.createData()
+    M = pin.crba(m, d, q)
     M = np.triu(M) + np.triu(M, 1).T
     assert np.abs(M @ diff).max() < 1e-8 * scale * np.abs(M).max()
     # the loops stay closed at acceleration level, from Pinocchio's frame accelerations
