@@ -144,7 +144,7 @@ def test_standing_qp_reproduced_by_pinocchio_constraint_dynamics(name):
         lam = np.linalg.lstsq(J_l.T, residual, rcond=None)[0]
         worst["rnea"] = max(worst["rnea"], np.abs(residual - J_l.T @ lam).max() / max(1.0, np.abs(residual).max()))
     assert max(np.abs(ddq).max(), 0) > 1e-3                               # something moves
-    assert worst["acc"] < 1e-6 and worst["contact"] < 1e-6 and worst["loop"] < 1e-8 and worst["rnea"] < 1e-8, \
+    assert worst["acc"] < 1e-8 and worst["contact"] < 1e-8 and worst["loop"] < 1e-8 and worst["rnea"] < 1e-8, \
         (name, worst)
 
 
@@ -181,5 +181,5 @@ def test_fixed_base_joint_tracking_simulated_by_constraint_dynamics(name):
         moved = max(moved, np.abs(q[kin.qa] - robot.q_stand[kin.qa]).max())
     amplitude = np.abs(sinusoid(kin, 0.625, scale=0.5)[0] - robot.q_stand[kin.qa]).max()
     assert moved > 0.3 * amplitude > 0, (name, moved, amplitude)
-    assert worst_law < 1e-4, (name, worst_law)           # regularisation 1e-6 vs posture weight 1
+    assert worst_law < 1e-5, (name, worst_law)           # regularisation 1e-6 vs posture weight 1
     assert worst_track < 0.15 * amplitude, (name, worst_track, amplitude)
