@@ -164,6 +164,21 @@ def test_unknown_key_and_bad_substitution_name_the_file_and_key(tmp_path):
     path = _copy(tmp_path, "digit_like_2legs", lambda t: t.replace('"UJOINT_XY",\n', '"UJOINT_XX",\n', 1))
     with pytest.raises(InputError, match="field 'joint_type'.*'UJOINT_XX' is not"):
         load_robot(path)
+    path = _copy(tmp_path, "cassie_like", lambda t: t + "springs: {motor_knee: {stiffness: 10}}\n")
+    with pytest.raises(InputError, match=r"robot.yaml:4: field 'springs.motor_knee': 'motor_knee' is not a passive"):
+        load_robot(path)
+    path = _copy(tmp_path, "cassie_like", lambda t: t + "springs: {free_knee: {rest: 0.1}}\n")
+    with pytest.raises(InputError, match="field 'springs.free_knee': needs a number stiffness"):
+        load_robot(path)
+
+
+def test_mjcf_joint_stiffness_gives_the_springs():
+    """Menagerie's Cassie: the shin and heel-spring joints carry stiffness="1500" / "1250" (the
+    shin damping="0.1"); each becomes a spring of its passive joint, and nothing else does."""
+    springs = _load("cassie_mjcf")[0].loops.springs
+    assert {n: (s.stiffness, s.rest, s.damping) for n, s in springs.items()} == {
+        f"{side}-{joint}": (k, 0.0, d) for side in ("left", "right")
+        for joint, k, d in (("shin", 1500.0, 0.1), ("heel-spring", 1250.0, 0.0))}
 
 
 def test_validate_fails_when_the_actuators_cannot_move(cli, tmp_path):
