@@ -24,12 +24,16 @@ def test_validate_soft_everything(cli):
 
 
 def test_bench_soft_json(cli):
-    r = cli("bench", "soft", "--json", "--bodies", "1,2", "--samples", "3")
+    r = cli("bench", "soft", "--json", "--bodies", "1,2", "--samples", "3", "--cycles", "5", "--interpreted")
     assert r.returncode == 0, r.stderr + r.stdout
     out = json.loads(r.stdout)
     assert [row["bodies"] for row in out["rows"]] == [1, 2]
     assert all(row["id_us"] > 0 and row["el_over_id"] > 0 for row in out["rows"])
     assert np.isfinite(out["id_exponent"])
+    wb = out["whole_body"]
+    assert wb["robot"] == "jethexa_soft" and wb["soft_coordinates"] == 18 and wb["cycles"] == 5
+    assert wb["fallbacks"] == {"soft": 0, "rigid": 0}
+    assert wb["soft"]["p50_ms"] > 0 and wb["rigid"]["p50_ms"] > 0 and wb["ratio_p99"] > 0
 
 
 def test_reproduce_paper002_writes_plot(cli, tmp_path):

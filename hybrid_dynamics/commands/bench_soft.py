@@ -3,13 +3,26 @@
 Per-call median time of ID and MID of planar constant-curvature chains of N bodies (the
 workload of [Pustina 2024, Sec. 7.3]), the fitted exponent of time against N (1 = linear)
 and the ratio to the Euler-Lagrange reference timed in the same run where it is built
-(N <= 6). Figures measured on a shared machine are noisy; the ratios are what to compare.
+(N <= 6). Then the soft-footed robot's whole-body cycle (``--robot``, default jethexa_soft:
+model update with the pads' MID and contact points, QP build, solve, torque mapping) p50/p99
+over ``--cycles`` standing states with random velocities, against the same robot with rigid
+feet (the manifest's URDF and contacts without its soft_modules, same controller settings,
+same states) timed in the same run. Figures measured on a shared machine are noisy; the ratios
+are what to compare.
 """
 from __future__ import annotations
 
+import copy
 import json
+import time
 
+import numpy as np
+import pinocchio as pin
+
+from ..control.controller import WholeBodyController
+from ..control.references import References
 from ..errors import InputError
+from ..model.robot import load_robot
 from ..soft.paper002 import EL_MAX_BODIES, fitted_exponent, timing_row
 
 COMMAND = ("bench", "soft")
@@ -19,7 +32,56 @@ HELP = "time ID/MID of planar CC chains against N (fitted exponent) and against 
 def add_arguments(parser) -> None:
     parser.add_argument("--bodies", default="1,2,4,8,12,16,20", help="chain sizes (default 1,2,4,8,12,16,20)")
     parser.add_argument("--samples", type=int, default=50, help="calls per figure (default 50)")
+    parser.add_argument("--robot", default="jethexa_soft", help="robot with soft_modules (default jethexa_soft); "
+                        "'none' skips the whole-body figure")
+    parser.add_argument("--cycles", type=int, default=2000, help="whole-body cycles per robot (default 2000)")
+    parser.add_argument("--condensation", choices=("dynamic", "quasi_static"), default=None,
+                        help="soft.condensation (default: the robot's controller config)")
+    parser.add_argument("--interpreted", action="store_true",
+                        help="CasADi's virtual machine instead of compiled machine code for the pads")
     parser.add_argument("--json", action="store_true", help="print JSON")
+
+
+def _percentiles(times) -> dict:
+    t = 1e3 * np.asarray(times)
+    return {"p50_ms": float(np.percentile(t, 50)), "p99_ms": float(np.percentile(t, 99)), "max_ms": float(t.max())}
+
+
+def whole_body_cycle(name: str, cycles: int, condensation=None, interpreted: bool = False) -> dict:
+    """p50/p99 of the whole-body cycle of ``name`` (soft feet) and of the same robot with
+    rigid feet, on the same standing states (pads at rest, random velocities)."""
+    soft = load_robot(name)
+    if not soft.soft_modules:
+        raise InputError(f"robot '{name}' has no soft_modules", field="robot")
+    rigid = copy.copy(soft)
+    rigid.soft_modules = []
+    overrides = {"soft": {"machine_code": not interpreted}}
+    if condensation:
+        overrides["soft"]["condensation"] = condensation
+    ctrl_soft = WholeBodyController(soft, overrides)
+    ctrl_rigid = WholeBodyController(rigid, {k: v for k, v in ctrl_soft.config.items() if k != "soft"})
+    leaves = ctrl_soft.leaves
+    q = leaves.neutral(soft.q_stand.copy())
+    q[2] -= leaves.contact_points(q, np.zeros(leaves.nv))[0][:, 2].min()
+    com = pin.centerOfMass(soft.model, soft.model.createData(), q[:soft.nq]).copy()
+    refs = References.hold(com=com)
+    stance = {c.frame: True for c in soft.contacts}
+    rng = np.random.default_rng(0)
+    times = {"soft": [], "rigid": []}
+    fallbacks = {"soft": 0, "rigid": 0}
+    for _ in range(cycles):
+        v = 0.05 * rng.standard_normal(leaves.nv)
+        for key, ctrl, qk, vk in (("soft", ctrl_soft, q, v), ("rigid", ctrl_rigid, q[:soft.nq], v[:soft.nv])):
+            t0 = time.perf_counter()
+            out = ctrl.update(qk, vk, stance, refs)
+            times[key].append(time.perf_counter() - t0)
+            fallbacks[key] += out.fallback
+    result = {"robot": name, "cycles": cycles, "condensation": ctrl_soft.config["soft"]["condensation"],
+              "machine_code": leaves.compiled, "soft_coordinates": leaves.ns,
+              "soft": _percentiles(times["soft"]), "rigid": _percentiles(times["rigid"]), "fallbacks": fallbacks}
+    result["ratio_p50"] = result["soft"]["p50_ms"] / result["rigid"]["p50_ms"]
+    result["ratio_p99"] = result["soft"]["p99_ms"] / result["rigid"]["p99_ms"]
+    return result
 
 
 def run(args) -> int:
@@ -27,8 +89,8 @@ def run(args) -> int:
         ns = sorted({int(n) for n in args.bodies.split(",") if n.strip()})
     except ValueError:
         raise InputError(f"--bodies must be comma-separated integers, got {args.bodies!r}", field="bodies") from None
-    if not ns or ns[0] < 1 or args.samples < 1:
-        raise InputError("--bodies must be positive and --samples at least 1", field="bodies")
+    if not ns or ns[0] < 1 or args.samples < 1 or args.cycles < 1:
+        raise InputError("--bodies must be positive, --samples and --cycles at least 1", field="bodies")
     rows = [timing_row(n, args.samples, with_el=n <= EL_MAX_BODIES) for n in ns]
     for r in rows:
         if "el_us" in r:
@@ -37,6 +99,8 @@ def run(args) -> int:
     if len(ns) >= 2:
         result["id_exponent"] = fitted_exponent(ns, [r["id_us"] for r in rows])
         result["mid_exponent"] = fitted_exponent(ns, [r["mid_us"] for r in rows])
+    if args.robot != "none":
+        result["whole_body"] = whole_body_cycle(args.robot, args.cycles, args.condensation, args.interpreted)
     if args.json:
         print(json.dumps(result, indent=2))
     else:
@@ -45,4 +109,10 @@ def run(args) -> int:
             print(f"N={r['bodies']:2d}  ID {r['id_us']:9.1f} us  MID {r['mid_us']:9.1f} us  build {r['build_s']:.2f} s{el}")
         if "id_exponent" in result:
             print(f"fitted exponent of time vs N: ID {result['id_exponent']:.2f}, MID {result['mid_exponent']:.2f}")
+        wb = result.get("whole_body")
+        if wb:
+            print(f"{wb['robot']} whole-body cycle ({wb['condensation']}, machine code {wb['machine_code']}, "
+                  f"{wb['cycles']} cycles): soft feet p50 {wb['soft']['p50_ms']:.3f} ms p99 {wb['soft']['p99_ms']:.3f} ms; "
+                  f"rigid feet p50 {wb['rigid']['p50_ms']:.3f} ms p99 {wb['rigid']['p99_ms']:.3f} ms; "
+                  f"ratio p50 {wb['ratio_p50']:.2f}, p99 {wb['ratio_p99']:.2f}")
     return 0

@@ -60,6 +60,11 @@ DEFAULTS: Dict[str, Any] = {
                                  "surface_wrench_weights": None, "hessian_regularization": 0.0},
     },
     "fallback": {"joint_damping": 0.1},   # N m s/rad in gravity compensation + damping
+    # robots with soft modules (manifest soft_modules:): their deformation modes in the QP as
+    # variables with their dynamics rows (dynamic), or taken at static equilibrium, a_s = 0,
+    # rows left out (quasi_static: stiff modes); control/soft_model_update.py. machine_code:
+    # the pads' CasADi functions compiled with the C compiler (soft/compiled.py; cached on disk)
+    "soft": {"condensation": "dynamic", "machine_code": False},
 }
 
 
@@ -98,6 +103,8 @@ def controller_config(robot_name: Optional[str] = None, overrides: Optional[dict
         raise InputError(f"solver '{config['solver']}' is not proxsuite, daqp or osqp", field="solver")
     if config["contacts"]["cone_approximation"] not in ("inner", "outer"):
         raise InputError("cone_approximation must be inner or outer", field="contacts.cone_approximation")
+    if config["soft"]["condensation"] not in ("dynamic", "quasi_static"):
+        raise InputError("soft.condensation must be dynamic or quasi_static", field="soft.condensation")
     if int(config["contacts"]["cone_facets"]) < 3:
         raise InputError("cone_facets must be at least 3", field="contacts.cone_facets")
     return config

@@ -36,6 +36,7 @@ import numpy as np
 import pinocchio as pin
 
 from ..dynamics.closed_chain import LoopClosureKinematics
+from ..soft.leaves import SoftLeaves
 from .config import controller_config
 from .formulation import Formulation
 from .references import References, Target
@@ -66,6 +67,8 @@ class WholeBodyController:
         self.robot = robot
         self.config = controller_config(robot.name, overrides=config)
         self.projection = self._projection(robot)
+        self.leaves = SoftLeaves(robot, machine_code=bool(self.config["soft"]["machine_code"])) \
+            if robot.soft_modules else None                                # soft feet
         self.solver = make_solver(self.config["solver"], self.config["solver_settings"])
         self.stats = {"cycles": 0, "fallbacks": 0, "infeasible": 0, "relaxed": 0}
         self._warm = None
@@ -82,7 +85,7 @@ class WholeBodyController:
         return LoopClosureKinematics(robot)
 
     def _install(self, mmap) -> None:
-        self.formulation = Formulation(self.robot, self.config, mmap, self.projection)
+        self.formulation = Formulation(self.robot, self.config, mmap, self.projection, self.leaves)
         self.mmap = mmap
         self.solver.reset()
         self._slack = {}
@@ -130,7 +133,9 @@ class WholeBodyController:
             if self.projection is not None:      # loops must stay closed: the standing pose
                 qf = self.robot.q_stand.copy()
             q = qf if f.mmap is None else f.mmap.reduce_q(qf)
-            v = rng.standard_normal(f.state.nv)
+            if self.leaves is not None:
+                q = self.leaves.neutral(q)
+            v = rng.standard_normal(f.state.nv + (self.leaves.ns if self.leaves is not None else 0))
             refs = References(com=Target(rng.standard_normal(3)), base_position=Target(rng.standard_normal(3)),
                               swing_feet={c.frame: Target(rng.standard_normal(3)) for c in f.contacts},
                               momentum=rng.standard_normal(6))

@@ -34,6 +34,7 @@ from ..errors import InputError
 from .constraints import (INF, ActuationLimits, ContactAcceleration, FloatingBaseDynamics,
                           FrictionCone, JointLimits)
 from .model_update import ContactModel, ModelUpdate
+from .soft_model_update import SoftModelUpdate
 from .tasks import (BaseOrientationTask, BasePositionTask, ComTask, ForceRegularizationTask,
                     MomentumTask, PostureTask, SwingFootTask)
 
@@ -205,7 +206,7 @@ class Formulation:
 
     generations = 0
 
-    def __init__(self, robot, config: dict, morphology_map=None, projection=None):
+    def __init__(self, robot, config: dict, morphology_map=None, projection=None, leaves=None):
         Formulation.generations += 1
         self.generation = Formulation.generations
         self.robot = robot
@@ -214,7 +215,7 @@ class Formulation:
         self.mode = "fixed" if config["solver"] == "osqp" else "dense"
         self.regularization = float(config["regularization"])
         self.contacts = self._contacts(robot, config, morphology_map)
-        self.state = ModelUpdate(robot, self.contacts, morphology_map, projection)
+        self.state = self._model_update(robot, config, morphology_map, projection, leaves)
         self.joints = self._joints(robot, morphology_map, projection, config)
         tc = config["tasks"]
         # a fixed base (five-bars, deltas, test rigs) has no base, CoM or momentum to steer: the
@@ -238,6 +239,15 @@ class Formulation:
         self.layouts: Dict[tuple, Layout] = {}
 
     # ------------------------------------------------------------------ construction
+    def _model_update(self, robot, config, mmap, projection, leaves) -> ModelUpdate:
+        """Pinocchio's model update, or the soft-leaves one (``leaves``: soft.leaves.SoftLeaves)."""
+        if leaves is None:
+            return ModelUpdate(robot, self.contacts, mmap, projection)
+        if mmap is not None and not mmap.morphology.is_healthy():
+            raise InputError("a damaged morphology of a robot with soft modules is not supported",
+                             field="soft_modules")
+        return SoftModelUpdate(robot, self.contacts, leaves, config["soft"]["condensation"])
+
     @staticmethod
     def _contacts(robot, config, mmap) -> List[ContactModel]:
         cc = config["contacts"]
@@ -362,15 +372,15 @@ class Formulation:
         try:
             if st.mmap is not None and st.sliced:
                 qf, vf = st.mmap.expand_q(q), st.mmap.expand_v(v)
-            else:
-                qf, vf = np.asarray(q, float), np.asarray(v, float)
+            else:                                  # soft coordinates (if any) follow the rigid ones
+                qf, vf = np.asarray(q, float)[:st.model.nq], np.asarray(v, float)[:st.model.nv]
             if st.projection is not None:
                 G, _ = st.projection.projection(qf, vf)
                 grav = G.T @ pin.computeGeneralizedGravity(st.model, st.data, qf)
                 vm = np.concatenate([vf[:st.nb], vf[st.projection.ia]])
             else:
                 grav = pin.computeGeneralizedGravity(st.model, st.data, qf)[st.v_index]
-                vm = np.asarray(v, float)
+                vm = np.asarray(v, float)[:len(st.v_index)]
             tau = grav[js.v_cols] - damping * vm[js.v_cols]
         except Exception:      # a state Pinocchio cannot evaluate: damping only, or nothing
             tau = np.zeros(len(js.names))

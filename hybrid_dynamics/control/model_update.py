@@ -93,6 +93,7 @@ class ModelUpdate:
         self.n = self.nv if projection is None else self.nb + n_act + self.n_free
         self.unactuated = np.arange(self.nb) if projection is None else \
             np.r_[np.arange(self.nb), self.nb + n_act + np.arange(self.n_free)].astype(int)
+        self.leaves = None                    # soft leaves (control/soft_model_update.py)
         self.mass = float(sum(self.model.inertias[j].mass for j in range(self.model.njoints)))
         self.gravity = np.array(self.model.gravity.linear)
         self.J6 = [np.zeros((6, self.n)) for _ in contacts]

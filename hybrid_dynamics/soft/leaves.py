@@ -24,7 +24,7 @@ in one mapped CasADi call; one Pinocchio pass serves them all.
 from __future__ import annotations
 
 import json
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import casadi as ca
 import numpy as np
@@ -33,7 +33,7 @@ import pinocchio as pin
 from hybrid_dynamics.errors import InputError
 from hybrid_dynamics.soft.bodies import RigidBody
 from hybrid_dynamics.soft.joints import FreeFlyerJoint
-from hybrid_dynamics.soft.kinematics import MaterialPoints
+from hybrid_dynamics.soft.compiled import compiled
 from hybrid_dynamics.soft.module import Module
 from hybrid_dynamics.soft.spec import build_module
 from hybrid_dynamics.soft.tree import SoftTree
@@ -46,21 +46,41 @@ class _LeafTree:
     roots that use it: MID (M, h with gravity and visco-elasticity) and the contact material
     points, mapped over those roots."""
 
-    def __init__(self, tree: SoftTree, contacts: List[Tuple[str, np.ndarray]]):
+    def __init__(self, tree: SoftTree, contact: Optional[Tuple[int, np.ndarray]]):
         self.tree = tree
         self.roots: List[int] = []            # indices into SoftLeaves.roots
         _, mid, elastic = tree.symbolic()
         q, v = ca.MX.sym("q", tree.nq), ca.MX.sym("v", tree.nv)
         M, h = mid(q, v, ca.DM(-tree.gravity))                   # a0 = -g [Pustina 2024, Sec. 6.1]
         self._mid = ca.Function("leaf_mid", [q, v], [M, h + elastic(q, v)]).expand()
-        self.points = MaterialPoints(tree, contacts) if contacts else None
+        self.contact = contact
+        self._point = None if contact is None else self._point_function(tree.modules[contact[0]], contact[1])
         self.ns = tree.nv - 6
+        self.compiled = False
 
-    def compile(self) -> None:
-        """Map the functions over this tree's roots (after every root is registered)."""
+    @staticmethod
+    def _point_function(module: Module, x: np.ndarray) -> ca.Function:
+        """(q_m, v_m) -> the material point x in the root frame, its Jacobian in the module's
+        coordinates and ``Jdot v`` (the module hangs from the root: joint then body map)."""
+        qm, vm = ca.SX.sym("q", module.nq), ca.SX.sym("v", module.nv)
+        qJ, qB = qm[:module.joint.nq], qm[module.joint.nq:]
+        RJ, tJ = module.joint.transform(qJ)
+        r = tJ + RJ @ module.body.map_points(np.array([x]), qB)[0]         # [Pustina 2024, Eq. (2)]
+        Jr = ca.jacobian(r, qm)
+        return ca.Function("leaf_point", [qm, vm], [r, Jr, ca.jtimes(Jr @ vm, qm, vm)])
+
+    def compile(self, machine_code: bool = False) -> None:
+        """Map the functions over this tree's roots (after every root is registered), as
+        machine code if asked and a C compiler works (soft/compiled.py)."""
         k = len(self.roots)
         self.mid = self._mid.map(k)
-        self.point_fn = self.points._fn.map(k) if self.points is not None else None
+        self.point_fn = self._point.map(k) if self._point is not None else None
+        if machine_code:
+            self.mid, ok = compiled(self.mid)
+            if self.point_fn is not None:
+                self.point_fn, ok_p = compiled(self.point_fn)
+                ok = ok and ok_p
+            self.compiled = ok
 
 
 def _group_key(specs) -> str:
@@ -76,7 +96,7 @@ class SoftLeaves:
     coordinates are grouped by root frame (roots in order of first declaration), each group in
     manifest order."""
 
-    def __init__(self, robot, model: pin.Model = None):
+    def __init__(self, robot, model: pin.Model = None, machine_code: bool = False):
         specs = robot.soft_modules
         if not specs:
             raise InputError(f"robot '{robot.name}' declares no soft_modules", field="soft_modules")
@@ -96,7 +116,8 @@ class SoftLeaves:
             self.leaf_tree.append(trees[key])
         self.trees = list(trees.values())
         for t in self.trees:
-            t.compile()
+            t.compile(machine_code)
+        self.compiled = all(t.compiled for t in self.trees)
         self.nq_r, self.nv_r = self.model.nq, self.model.nv
         self.ns = sum(t.ns for t in self.leaf_tree)
         self.nq, self.nv = self.nq_r + self.ns, self.nv_r + self.ns
@@ -127,7 +148,13 @@ class SoftLeaves:
             module.name = local[s.name]
             modules.append(module)
         tree = SoftTree(modules, gravity=np.array(robot.model.gravity.linear))
-        return _LeafTree(tree, [(local[s.name], s.contact) for s in group if s.has_contact])
+        touching = [(i, s) for i, s in enumerate(group, start=1) if s.has_contact]
+        for i, s in touching:
+            if s.parent is not None:
+                raise robot.soft_doc.error(f"soft module '{s.name}': a contact point must be on a module "
+                                           "hung from a rigid frame (frame:), not from another soft module",
+                                           *s.where, "contact")
+        return _LeafTree(tree, (touching[0][0], touching[0][1].contact) if touching else None)
 
     @property
     def mass(self) -> float:
@@ -177,40 +204,71 @@ class SoftLeaves:
         h[:r] = self.data.nle
         for t in self.trees:
             Mt, ht = t.mid(*self._tree_inputs(t))                 # [Pustina 2024, Alg. 3]
-            Mt, ht = np.array(Mt), np.array(ht)
-            n = t.tree.nv
+            n, k = t.tree.nv, len(t.roots)
+            Mt = np.array(Mt).reshape(n, k, n).transpose(1, 0, 2)  # (k, n, n), one per root
+            ht = np.array(ht).T                                    # (k, n)
+            G6 = np.array([np.arange(6 * g, 6 * g + 6) for g in t.roots])
+            J, A = self.J[G6], self.A_b[G6]                        # (k, 6, r), (k, 6)
+            Jflat = J.reshape(6 * k, r)
+            M[:r, :r] += Jflat.T @ (Mt[:, :6, :6] @ J).reshape(6 * k, r)
+            W = np.einsum("kab,kb->ka", Mt[:, :6, :6], A) + ht[:, :6]   # the leaves' wrench on F
+            h[:r] += Jflat.T @ W.ravel()
+            coupling = np.einsum("kai,kas->kis", J, Mt[:, :6, 6:])        # J^T M_Fs
+            hs = np.einsum("ksa,ka->ks", Mt[:, 6:, :6], A) + ht[:, 6:]
             for c, g in enumerate(t.roots):
-                Mg, hg = Mt[:, c * n:(c + 1) * n], ht[:, c]
-                J, A = self.J[6 * g:6 * g + 6], self.A_b[6 * g:6 * g + 6]
                 s = slice(r + self.group_slices[g].start, r + self.group_slices[g].stop)
-                M[:r, :r] += J.T @ Mg[:6, :6] @ J
-                M[:r, s] = J.T @ Mg[:6, 6:]
-                M[s, :r] = M[:r, s].T
-                M[s, s] = Mg[6:, 6:]
-                h[:r] += J.T @ (Mg[:6, :6] @ A + hg[:6])          # the leaves' wrench on F
-                h[s] = Mg[6:, :6] @ A + hg[6:]
+                M[:r, s] = coupling[c]
+                M[s, :r] = coupling[c].T
+                M[s, s] = Mt[c, 6:, 6:]
+                h[s] = hs[c]
         return M, h
 
     def contact_points(self, q: np.ndarray, v: np.ndarray, updated: bool = False):
         """World positions (k, 3), Jacobians (3k x nv, world linear velocity of each contact
-        material point) and ``Jdot v`` (3k) of the contact points, root by root."""
+        material point) and ``Jdot v`` (3k) of the contact points, root by root. With r the
+        point in its root frame F (rotation R, LOCAL twist (v_F, w), bias acceleration
+        (a_b, alpha_b)) and r' = J_r v_m its velocity there:
+
+            J = R [J_F,lin - [r]x J_F,ang | J_r],
+            Jdot v = R (a_b + w x v_F + alpha_b x r + w x (w x r) + 2 w x r' + Jdot_r v_m)
+        """
         if not updated:
             self.update(q, v)
-        r = self.nv_r
+        r0 = self.nv_r
         rows: Dict[int, Tuple] = {}
         for t in self.trees:
             if t.point_fn is None:
                 continue
-            P, Jt, Bt = (np.array(x) for x in t.point_fn(*self._tree_inputs(t)))
-            n = t.tree.nv
+            i = t.contact[0]
+            qs = slice(t.tree.qslice[i].start - 7, t.tree.qslice[i].stop - 7)
+            vs = slice(t.tree.vslice[i].start - 6, t.tree.vslice[i].stop - 6)
+            Qm = np.column_stack([self._q_s[self.group_slices[g]][qs] for g in t.roots])
+            Vm = np.column_stack([self._v_s[self.group_slices[g]][vs] for g in t.roots])
+            Rs, Js, Bs = (np.array(x) for x in t.point_fn(Qm, Vm))
+            nm, k = Vm.shape[0], len(t.roots)
+            Jr = Js.reshape(3, k, nm).transpose(1, 0, 2)                 # (k, 3, nm)
+            r, b = Rs.T, Bs.T                                              # (k, 3)
+            rd = np.einsum("kij,jk->ki", Jr, Vm)
+            G6 = np.array([np.arange(6 * g, 6 * g + 6) for g in t.roots])
+            JF, V, A = self.J[G6], self.V[G6], self.A_b[G6]               # (k, 6, nv_r), (k, 6)
+            R = np.array([self.data.oMf[self.root_ids[g]].rotation for g in t.roots])
+            p0 = np.array([self.data.oMf[self.root_ids[g]].translation for g in t.roots])
+            w = V[:, 3:]
+            lin = JF[:, :3] - np.cross(r[:, :, None], JF[:, 3:], axisa=1, axisb=1, axisc=1)
+            acc = A[:, :3] + np.cross(w, V[:, :3]) + np.cross(A[:, 3:], r) \
+                + np.cross(w, np.cross(w, r)) + 2 * np.cross(w, rd) + b
+            Jrig = np.einsum("kij,kjn->kin", R, lin)
+            Jsoft = np.einsum("kij,kjn->kin", R, Jr)
+            bias = np.einsum("kij,kj->ki", R, acc)
+            pos = p0 + np.einsum("kij,kj->ki", R, r)
             for c, g in enumerate(t.roots):
-                Jg = Jt[:, c * n:(c + 1) * n]
-                J = np.zeros((len(Jg), self.nv))
-                J[:, :r] = Jg[:, :6] @ self.J[6 * g:6 * g + 6]
-                J[:, r + self.group_slices[g].start:r + self.group_slices[g].stop] = Jg[:, 6:]
-                rows[g] = (P[:, c], J, Bt[:, c] + Jg[:, :6] @ self.A_b[6 * g:6 * g + 6])
+                J = np.zeros((3, self.nv))
+                J[:, :r0] = Jrig[c]
+                start = r0 + self.group_slices[g].start + vs.start
+                J[:, start:start + nm] = Jsoft[c]
+                rows[g] = (pos[c], J, bias[c])
         order = [rows[g] for g in sorted(rows)]
-        return (np.concatenate([o[0] for o in order]).reshape(-1, 3), np.vstack([o[1] for o in order]),
+        return (np.array([o[0] for o in order]), np.vstack([o[1] for o in order]),
                 np.concatenate([o[2] for o in order]))
 
     def deformation(self, q: np.ndarray) -> Dict[str, np.ndarray]:

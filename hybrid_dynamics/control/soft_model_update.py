@@ -1,0 +1,86 @@
+"""The controller's model update for a robot with soft leaves (soft feet): the whole robot's M
+and h from :class:`~hybrid_dynamics.soft.leaves.SoftLeaves`, and contact rows on the material
+points of the soft modules.
+
+The deformation coordinates are unactuated: with ``soft.condensation: dynamic`` they are QP
+variables and their rows join the floating-base rows as equalities,
+
+    M dv + h = S^T tau + J_c^T f,      S = [0 | I_actuated | 0]     (base and soft rows: S = 0)
+
+with ``J_c`` the world Jacobian of each contact material point (rigid and deformation columns)
+and the contact acceleration ``J_c dv + Jdot_c v = 0`` on that point. With
+``soft.condensation: quasi_static`` the modes are taken as stiff and at equilibrium under the
+current load (``a_s = 0``, their rows left out): the QP keeps the rigid coordinates only, with
+the pads' mass lumped on their frames at the current deformation (``M_r + J^T M_FF J``, the
+rigid rows of the module docstring of soft/leaves.py) and a contact force passed through a pad
+in static equilibrium to its frame as the same force at the deformed contact point
+(``J_c,r^T f``). Dynamic keeps every coupling and costs the larger QP; quasi-static is right
+when the pads' modes are much faster than the control bandwidth.
+"""
+from __future__ import annotations
+
+from typing import List
+
+import numpy as np
+import pinocchio as pin
+
+from ..errors import InputError
+from ..soft.leaves import SoftLeaves
+from .model_update import LWA, ContactModel, ModelUpdate
+
+CONDENSATIONS = ("dynamic", "quasi_static")
+
+
+class SoftModelUpdate(ModelUpdate):
+    """:class:`ModelUpdate` with soft leaves; ``q = (q_r, q_s)``, ``v = (v_r, v_s)`` in, and
+    the controller's coordinates ``v`` (dynamic) or ``v_r`` (quasi-static)."""
+
+    def __init__(self, robot, contacts: List[ContactModel], leaves: SoftLeaves, condensation: str):
+        if condensation not in CONDENSATIONS:
+            raise InputError(f"soft.condensation '{condensation}' is not dynamic or quasi_static",
+                             field="soft.condensation")
+        super().__init__(robot, contacts)
+        self.leaves = leaves
+        self.model, self.data = leaves.model, leaves.data
+        self.dynamic = condensation == "dynamic"
+        r = leaves.nv_r
+        self.n = leaves.nv if self.dynamic else r
+        self.v_index = np.arange(r)
+        self.mass = self.mass + leaves.mass
+        self.unactuated = np.concatenate([np.arange(self.nb), np.arange(r, self.n)]).astype(int)
+        root = {frame: k for k, frame in enumerate(leaves.contact_roots)}
+        self._soft = [root.get(c.frame) for c in contacts]
+        for c, k in zip(contacts, self._soft):
+            if k is not None and not c.at_origin:
+                raise InputError(f"contact {c.frame}: a soft-module contact is one material point, "
+                                 "declare it as a point contact", field="contacts")
+        self.J6 = [np.zeros((6, self.n)) for _ in contacts]
+        self.Jp = [np.zeros((c.n_force, self.n)) for c in contacts]
+        self.points = np.zeros((len(leaves.contact_roots), 3))
+
+    def update(self, q: np.ndarray, v: np.ndarray) -> None:
+        leaves, model, data, n = self.leaves, self.model, self.data, self.n
+        self.q, self.v = q, v
+        M, h = leaves.mass_and_nle(q, v)
+        self.M, self.h = (M, h) if self.dynamic else (M[:n, :n], h[:n])
+        self.v_m = v[:n]
+        P, Jc, bc = leaves.contact_points(q, v, updated=True)
+        self.points = P
+        r = leaves.nv_r
+        for i, fid in enumerate(self._ids):
+            J6, drift, k = self.J6[i], self.drift[i], self._soft[i]
+            J = pin.getFrameJacobian(model, data, fid, LWA)
+            J6[:, :r] = J
+            drift[:] = pin.getFrameClassicalAcceleration(model, data, fid, LWA).vector
+            if k is not None:                      # the contact material point of a soft module
+                J6[:3] = Jc[3 * k:3 * k + 3, :n]
+                drift[:3] = bc[3 * k:3 * k + 3]
+            self.Jp[i][:] = J6[:3]
+
+    def frame_position(self, i: int) -> np.ndarray:
+        k = self._soft[i]
+        return self.points[k] if k is not None else super().frame_position(i)
+
+    def point_positions(self, i: int) -> np.ndarray:
+        k = self._soft[i]
+        return self.points[k:k + 1] if k is not None else super().point_positions(i)
