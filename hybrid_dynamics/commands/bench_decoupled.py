@@ -1,24 +1,34 @@
-"""``hybrid-dynamics bench decoupled [--robot talos] [--json]``.
+"""``hybrid-dynamics bench decoupled [--robot talos] [--json]``, and
+``hybrid-dynamics bench decoupled --control [--robots jethexa talos] [--duration S] [--out DIR]``.
 
 Per-call p50/p99 (microseconds) of the decoupled dynamics [Feurstein 2021, Sec. 3.3] on a
 free-flyer robot (TALOS by default): M (crba), the exact Hamel C (RNEA derivatives and
 computeCoriolisMatrix), the decoupling transform T, Tdot in the momentum form, the transformed
 M_T, C_T, G_T, and their sum, next to Pinocchio's crba + rnea + ccrba timed in the same run on the
 same states; the ratio of the two is the figure to read (absolute times depend on the load).
+
+``--control``: the whole-body QP with its centroidal tasks in decoupled coordinates against the
+standard formulation on the same CoM and base-orientation sway
+(:mod:`hybrid_dynamics.sim.centroidal_tracking`): RMS errors and the per-cycle cost ratio as
+JSON (printed, and ``control.json`` in ``--out``), both curves on one plot per robot
+(``tracking_<robot>.png``).
 """
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pinocchio as pin
 
 from ..dynamics.decoupling import DecoupledDynamics, decoupling_inverse, transform_equations
 from ..model.robot import load_robot
+from ..sim.centroidal_tracking import compare, plot
 from .bench_dynamics import _stats, _time
 
 COMMAND = ("bench", "decoupled")
-HELP = "time the decoupled dynamics (M, Hamel C, transform) against crba + rnea + ccrba"
+HELP = ("time the decoupled dynamics (M, Hamel C, transform) against crba + rnea + ccrba; --control: "
+        "the QP's decoupled centroidal tasks against the standard ones (tracking and cost)")
 
 
 def add_arguments(parser) -> None:
@@ -26,6 +36,12 @@ def add_arguments(parser) -> None:
     parser.add_argument("--samples", type=int, default=200, help="evaluations per figure (default 200)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", action="store_true", help="print JSON")
+    parser.add_argument("--control", action="store_true",
+                        help="compare the QP's decoupled and standard centroidal tasks on a CoM and "
+                             "base-orientation sway (RMS errors, cost ratio, plots)")
+    parser.add_argument("--robots", nargs="+", default=["jethexa", "talos"], help="--control: robots")
+    parser.add_argument("--duration", type=float, default=3.0, help="--control: seconds per run (default 3)")
+    parser.add_argument("--out", default=None, help="--control: folder for control.json and the plots")
 
 
 def bench(robot, samples: int, seed: int = 0) -> dict:
@@ -70,7 +86,26 @@ def bench(robot, samples: int, seed: int = 0) -> dict:
     return out
 
 
+def control(args) -> int:
+    out_dir = None if args.out is None else Path(args.out)
+    if out_dir is not None:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    results = []
+    for name in args.robots:
+        result = compare(load_robot(name), args.duration)
+        if out_dir is not None:
+            plot(result, out_dir / f"tracking_{name}.png")
+        results.append({k: v for k, v in result.items() if k != "tracks"})
+    text = json.dumps(results, indent=1)
+    if out_dir is not None:
+        (out_dir / "control.json").write_text(text + "\n")
+    print(text)
+    return 0
+
+
 def run(args) -> int:
+    if args.control:
+        return control(args)
     out = bench(load_robot(args.robot), args.samples, args.seed)
     if args.json:
         print(json.dumps(out, indent=1))

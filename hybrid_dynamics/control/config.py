@@ -22,6 +22,11 @@ DEFAULTS: Dict[str, Any] = {
     "solver": "proxsuite",            # proxsuite (dense) | daqp (dense active set) | osqp (sparse)
     "dt": 0.001,                      # control period: joint limits -> acceleration bounds
     "regularization": 1e-6,           # weight on ||dv||^2 (keeps the Hessian definite)
+    # How the CoM and base-orientation references enter the QP: "standard" (tasks com and
+    # base_orientation) or "decoupled" ([Feurstein 2021, Eq. (3.80)]: tasks
+    # decoupled_centroidal on the torque-free x-rows and internal_impedance in J^int
+    # coordinates instead; docs/decoupled.md, "Use in control").
+    "centroidal_coordinates": "standard",
     # ProxQP's work per solve is at most max_iter outer x (max_iter_in + 1) inner iterations
     # (10-30 us each here): 31 000, a few tenths of a second on a QP that is infeasible or
     # ill-conditioned after an undetected fault, after which the cycle falls back. Its former
@@ -56,6 +61,15 @@ DEFAULTS: Dict[str, Any] = {
         "swing_foot": {"weight": 100.0, "kp": 400.0, "kd": 40.0},
         "posture": {"weight": 1.0, "kp": 25.0, "kd": 10.0},
         "momentum": {"weight": 0.0, "kd": 10.0},
+        # decoupled only (docs/decoupled.md): the x-rows, weight/kp/kd on the CoM rows and
+        # angular_* on the locked angular velocity (feed-forward and damping by default)
+        "decoupled_centroidal": {"weight": 100.0, "kp": 100.0, "kd": 20.0,
+                                 "angular_weight": 0.0, "kp_angular": 0.0, "kd_angular": 20.0},
+        # decoupled only: frames ("base" = the root body) whose internal motion gets a spring
+        # (kp, towards the base-orientation reference and the standing pose relative to the
+        # CoM) and a damper (kd); rows angular, linear or all
+        "internal_impedance": {"weight": 100.0, "kp": 100.0, "kd": 20.0, "frames": ["base"],
+                               "rows": "angular"},
         "force_regularization": {"weight": 1.0e-4, "axis_weights": [1.0, 1.0, 1.0],
                                  "surface_wrench_weights": None, "hessian_regularization": 0.0},
     },
@@ -107,4 +121,34 @@ def controller_config(robot_name: Optional[str] = None, overrides: Optional[dict
         raise InputError("soft.condensation must be dynamic or quasi_static", field="soft.condensation")
     if int(config["contacts"]["cone_facets"]) < 3:
         raise InputError("cone_facets must be at least 3", field="contacts.cone_facets")
+    _check_decoupled(config)
     return config
+
+
+CENTROIDAL_COORDINATES = ("standard", "decoupled")
+INTERNAL_ROWS = ("angular", "linear", "all")
+
+
+def _check_decoupled(config: dict) -> None:
+    """The keys of the decoupled formulation: choices known, gains finite and non-negative."""
+    if config["centroidal_coordinates"] not in CENTROIDAL_COORDINATES:
+        raise InputError(f"centroidal_coordinates '{config['centroidal_coordinates']}' is not one of "
+                         f"{', '.join(CENTROIDAL_COORDINATES)}", field="centroidal_coordinates")
+    tasks = config["tasks"]
+    for task, keys in (("decoupled_centroidal", ("weight", "kp", "kd", "angular_weight", "kp_angular",
+                                                 "kd_angular")),
+                       ("internal_impedance", ("weight", "kp", "kd"))):
+        for key in keys:
+            value = tasks[task][key]
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0 \
+                    or value == float("inf"):
+                raise InputError(f"tasks.{task}.{key} is {value!r}: give a finite number >= 0",
+                                 field=f"tasks.{task}.{key}")
+    internal = tasks["internal_impedance"]
+    if internal["rows"] not in INTERNAL_ROWS:
+        raise InputError(f"tasks.internal_impedance.rows '{internal['rows']}' is not one of "
+                         f"{', '.join(INTERNAL_ROWS)}", field="tasks.internal_impedance.rows")
+    frames = internal["frames"]
+    if not isinstance(frames, list) or not all(isinstance(f, str) and f for f in frames):
+        raise InputError(f"tasks.internal_impedance.frames is {frames!r}: give a list of frame names "
+                         "('base' for the root body)", field="tasks.internal_impedance.frames")

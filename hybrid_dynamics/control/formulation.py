@@ -35,8 +35,9 @@ from .constraints import (INF, ActuationLimits, ContactAcceleration, FloatingBas
                           FrictionCone, JointLimits)
 from .model_update import ContactModel, ModelUpdate
 from .soft_model_update import SoftModelUpdate
-from .tasks import (BaseOrientationTask, BasePositionTask, ComTask, ForceRegularizationTask,
-                    MomentumTask, PostureTask, SwingFootTask)
+from .tasks import (BaseOrientationTask, BasePositionTask, ComTask, DecoupledCentroidalTask,
+                    ForceRegularizationTask, InternalImpedanceTask, MomentumTask, PostureTask,
+                    SwingFootTask)
 
 BIG = 1.0e6
 
@@ -220,8 +221,15 @@ class Formulation:
         tc = config["tasks"]
         # a fixed base (five-bars, deltas, test rigs) has no base, CoM or momentum to steer: the
         # joint-space posture task (and swing tasks of any contact frames) remain
-        floating = [ComTask(tc["com"]), BasePositionTask(tc["base_position"]),
-                    BaseOrientationTask(tc["base_orientation"])] if self.state.nb else []
+        if not self.state.nb:
+            floating = []
+        elif config["centroidal_coordinates"] == "decoupled":      # [Feurstein 2021, Eq. (3.80)]
+            floating = [DecoupledCentroidalTask(tc["decoupled_centroidal"]),
+                        InternalImpedanceTask(tc["internal_impedance"], self.state.model, robot.q_stand),
+                        BasePositionTask(tc["base_position"])]
+        else:
+            floating = [ComTask(tc["com"]), BasePositionTask(tc["base_position"]),
+                        BaseOrientationTask(tc["base_orientation"])]
         self.tasks = floating + [SwingFootTask(tc["swing_foot"]), PostureTask(tc["posture"], self.joints)] \
             + ([MomentumTask(tc["momentum"])] if self.state.nb else []) \
             + [ForceRegularizationTask(tc["force_regularization"],

@@ -11,7 +11,10 @@ frame accelerations at zero joint acceleration), then reads per contact frame:
              ``J_pi = J6[:3] - [R p_i]x J6[3:]`` (a point force f_i enters the dynamics as
              ``J_pi^T f_i``); for a point contact at the frame origin ``Jp = J6[:3]``.
 
-Positions and velocities of contact frames are read on demand (swing tasks only).
+Positions and velocities of contact frames are read on demand (swing tasks only), and so are
+any other frame's Jacobian and drift (:meth:`ModelUpdate.frame_terms`), the centroidal momentum
+matrix ``A_g`` with its drift ``Ȧ_g v`` (computeAllTerms fills ``Ag`` and ``dAg``) and the
+x-rows of the decoupled equations (:attr:`ModelUpdate.decoupled_rows`, the decoupled tasks).
 
 Damaged robots (:class:`~hybrid_dynamics.model.morphology.MorphologyMap`): Pinocchio runs on
 the healthy-size model whose removed bodies have zero inertia, at ``expand_q/expand_v``, and
@@ -37,6 +40,7 @@ from typing import List
 import numpy as np
 import pinocchio as pin
 
+from ..dynamics.decoupling import VelocityFormRows, velocity_form_rows
 from ..dynamics.lie import skew_b
 
 LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
@@ -102,8 +106,11 @@ class ModelUpdate:
         self._ids = [c.frame_id for c in contacts]
         self._plain = [c.at_origin for c in contacts]
         self.q = self.v = self.v_m = None
+        self.v_full = None
         self.G = None
         self.d = None
+        self._rows = None
+        self.cache = {}                  # per-cycle terms that tasks share (cleared by update)
 
     # ------------------------------------------------------------------ cycle
     def update(self, q: np.ndarray, v: np.ndarray) -> None:
@@ -113,8 +120,10 @@ class ModelUpdate:
         else:
             q_full, v_full = q, v
         self.q, self.v = q, v
+        self.v_full = v_full
+        self._rows = None
+        self.cache.clear()
         pin.computeAllTerms(model, data, q_full, v_full)
-        G = None
         if self.projection is not None:
             kin = self.projection
             G, d = kin.projection(q_full, v_full)
@@ -141,15 +150,8 @@ class ModelUpdate:
             self.h = data.nle
             self.v_m = v
         J6, drift, Jp = self.J6, self.drift, self.Jp
-        getJ, getA = pin.getFrameJacobian, pin.getFrameClassicalAcceleration
         for i, fid in enumerate(self._ids):
-            J = getJ(model, data, fid, LWA)
-            a = getA(model, data, fid, LWA).vector
-            if G is not None:
-                a = a + J @ d
-                J = J @ G
-            elif self.sliced:
-                J = J[:, self.v_index]
+            J, a = self.frame_terms(fid)
             J6[i] = J
             drift[i] = a
             if self._plain[i]:
@@ -159,6 +161,41 @@ class ModelUpdate:
                 Jp[i] = (J[:3] - skew_b(r) @ J[3:]).reshape(-1, J.shape[1])
 
     # ------------------------------------------------------------------ on demand
+    def _reduce(self, J: np.ndarray, a: np.ndarray):
+        """A Jacobian of the full model and its drift ``J̇ v`` in the controller's coordinates."""
+        if self.projection is not None:
+            return J @ self.G, a + J @ self.d
+        if self.sliced:
+            return J[:, self.v_index], a
+        return J, a
+
+    def frame_terms(self, frame_id: int):
+        """(J, drift) of a frame, LOCAL_WORLD_ALIGNED, drift the classical acceleration at dv = 0;
+        ``frame_id`` -1: the root joint (the base body)."""
+        model, data = self.model, self.data
+        if frame_id < 0:
+            J = pin.getJointJacobian(model, data, 1, LWA)
+            a = pin.getClassicalAcceleration(model, data, 1, LWA).vector
+        else:
+            J = pin.getFrameJacobian(model, data, frame_id, LWA)
+            a = pin.getFrameClassicalAcceleration(model, data, frame_id, LWA).vector
+        return self._reduce(J, a)
+
+    def centroidal_matrix(self):
+        """(A_g, Ȧ_g v): ``h_c = A_g v`` and ``ḣ_c = A_g dv + Ȧ_g v`` (world axes at the CoM)."""
+        return self._reduce(self.data.Ag, self.data.dAg @ self.v_full)
+
+    @property
+    def decoupled_rows(self) -> VelocityFormRows:
+        """The x-rows of the decoupling transform in the velocity form at this cycle's state
+        ([Feurstein 2021, Eq. (3.80)], computed once per cycle)."""
+        if self._rows is None:
+            data = self.data
+            oMb = data.oMi[1]
+            self._rows = velocity_form_rows(oMb.rotation, oMb.translation, data.com[0], self.v_full[:6],
+                                            data.hg.vector, data.Ig.matrix(), data.Ag[:, :6], data.dAg[:, :6])
+        return self._rows
+
     @property
     def com(self) -> np.ndarray:
         return self.data.com[0]

@@ -34,7 +34,7 @@ import numpy as np
 
 from ..errors import InputError
 from .floating_hamel import FloatingHamel
-from .lie import ad, ad2
+from .lie import ad, ad2, cross3, inverse3, skew
 
 COND_LIMIT = 1e12
 PSEUDO_INVERSES = ("moore-penrose", "dynamically-consistent")
@@ -114,6 +114,46 @@ def momentum_form(M: np.ndarray, Mdot: np.ndarray, A_cb: np.ndarray, Adot_cb: np
     dA_invT = -A_invT @ Adot_cb.T @ A_invT                     # d/dt A^{-T} = -A^{-T} a_cb^T
     nb = A_cb.shape[0]
     return A_invT @ M[:nb, :nb], dA_invT @ M[:nb, :nb] + A_invT @ Mdot[:nb, :nb]
+
+
+@dataclass
+class VelocityFormRows:
+    """The x-rows of the decoupling transform (3.80) in the velocity form T_x = A_cb at one state,
+    c the CoM frame aligned with the inertial frame: M_x v_x_dot + C_x v_x + G_x = F_x."""
+    v_x: np.ndarray             # A_cb nu_b^loc = I_g^{-1} h_c = [CoM velocity; locked angular velocity], world
+    M_x_inv: np.ndarray         # (T_x^{-T} M_bb T_x^{-1})^{-1} = I_g^{-1} = diag(I / m, I_c^{-1})
+    T_x_invT: np.ndarray        # T_x^{-T} = A_cb^{-T}: base wrench (LOCAL) -> wrench at the CoM (world), F_x = T_x^{-T} F_b
+    C_x_v_x: np.ndarray         # C_x v_x = Mdot_x v_x (the Hamel C_xy is zero)
+    nu_loc: np.ndarray          # the locked base velocity nu_b^loc (LOCAL)
+
+
+def velocity_form_rows(R_ib: np.ndarray, o_ib: np.ndarray, com: np.ndarray, nu_b: np.ndarray,
+                       h_c: np.ndarray, I_g: np.ndarray, Ag_b: np.ndarray, dAg_b: np.ndarray) -> VelocityFormRows:
+    """The velocity-form x-rows from centroidal quantities (Pinocchio's ccrba/dccrba terms: I_g,
+    block-diagonal at the CoM, the base columns Ag_b = A_cb^{-T} M_bb of A_g and their rate dAg_b).
+
+    With T_x = A_cb, v_x = A_cb nu_b^loc and M_x = A_cb^{-T} M_bb A_cb^{-1} = I_g [Feurstein 2021,
+    Eq. (A.4a) corrected]; h_c = I_g v_x obeys h_c_dot = A_cb^{-T}(F_b - G_b) [Feurstein 2021,
+    Prop. 3.2.1], so the x-rows read I_g v_x_dot + I_g_dot v_x + G_x = F_x: C_x v_x = Mdot_x v_x,
+    not zero in this form (module docstring). I_g = Ag_b A_cb^{-1} gives
+    I_g_dot v_x = dAg_b nu_loc - Ag_b a_cb nu_loc, A_cb_dot = A_cb a_cb (``com_frame_rates``)."""
+    m = I_g[0, 0]
+    M_x_inv = np.zeros((6, 6))
+    M_x_inv[(0, 1, 2), (0, 1, 2)] = 1.0 / m
+    M_x_inv[3:, 3:] = Ic_inv = inverse3(I_g[3:, 3:])
+    v_x = np.concatenate([h_c[:3] / m, Ic_inv @ h_c[3:]])
+    v_c, w = v_x[:3], v_x[3:]
+    p = o_ib - com
+    # nu_loc = A_cb^{-1} v_x and nu_cb = nu_b - A_cb^{-1} [o_ic_dot; 0] [Feurstein 2021, Sec. 3.3.3]
+    rot = np.array([v_c - cross3(p, w), w, v_c]) @ R_ib                    # rows: R_ib^T (.)
+    nu_loc = rot[:2].ravel()
+    a, b = nu_b[:3] - rot[2], nu_b[3:]
+    bx_uo = skew(b) @ rot[:2].T                                            # a_cb nu_loc = ad(nu_cb) nu_loc
+    C_x_v_x = dAg_b @ nu_loc - Ag_b @ np.concatenate([bx_uo[:, 0] + cross3(a, rot[1]), bx_uo[:, 1]])
+    T_x_invT = np.zeros((6, 6))                                            # Ad(R_ib, o_ib - o_ic)^{-T}
+    T_x_invT[:3, :3] = T_x_invT[3:, 3:] = R_ib
+    T_x_invT[3:, :3] = skew(p) @ R_ib
+    return VelocityFormRows(v_x=v_x, M_x_inv=M_x_inv, T_x_invT=T_x_invT, C_x_v_x=C_x_v_x, nu_loc=nu_loc)
 
 
 @dataclass
