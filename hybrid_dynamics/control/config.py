@@ -102,6 +102,7 @@ def controller_config(robot_name: Optional[str] = None, overrides: Optional[dict
                       path: Optional[Path] = None) -> Dict[str, Any]:
     """The configuration for ``robot_name`` (its YAML if present), with ``overrides`` on top."""
     config = copy.deepcopy(DEFAULTS)
+    doc = None
     if path is None and robot_name is not None:
         candidate = config_dir() / "controller" / f"{robot_name}.yaml"
         path = candidate if candidate.is_file() else None
@@ -121,8 +122,22 @@ def controller_config(robot_name: Optional[str] = None, overrides: Optional[dict
         raise InputError("soft.condensation must be dynamic or quasi_static", field="soft.condensation")
     if int(config["contacts"]["cone_facets"]) < 3:
         raise InputError("cone_facets must be at least 3", field="contacts.cone_facets")
-    _check_decoupled(config)
+    try:
+        _check_decoupled(config)
+    except InputError as err:                  # a value from the robot's file: say where it is
+        keys = tuple(err.field.split("."))
+        if doc is None or doc.line(*keys) is None or (overrides and _has(overrides, keys)):
+            raise
+        raise doc.error(err.detail, *keys) from None
     return config
+
+
+def _has(tree: dict, keys: tuple) -> bool:
+    for key in keys:
+        if not isinstance(tree, dict) or key not in tree:
+            return False
+        tree = tree[key]
+    return True
 
 
 CENTROIDAL_COORDINATES = ("standard", "decoupled")

@@ -40,7 +40,7 @@ from typing import List
 import numpy as np
 import pinocchio as pin
 
-from ..dynamics.decoupling import VelocityFormRows, velocity_form_rows
+from ..dynamics.decoupling import VelocityFormRows, velocity_form_coriolis, velocity_form_rows
 from ..dynamics.lie import skew_b
 
 LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
@@ -100,6 +100,7 @@ class ModelUpdate:
         self.leaves = None                    # soft leaves (control/soft_model_update.py)
         self.mass = float(sum(self.model.inertias[j].mass for j in range(self.model.njoints)))
         self.gravity = np.array(self.model.gravity.linear)
+        self.G_x = np.concatenate([-self.mass * self.gravity, np.zeros(3)])   # G_x of the decoupled x-rows
         self.J6 = [np.zeros((6, self.n)) for _ in contacts]
         self.drift = [np.zeros(6) for _ in contacts]
         self.Jp = [np.zeros((c.n_force, self.n)) for c in contacts]
@@ -192,9 +193,21 @@ class ModelUpdate:
         if self._rows is None:
             data = self.data
             oMb = data.oMi[1]
-            self._rows = velocity_form_rows(oMb.rotation, oMb.translation, data.com[0], self.v_full[:6],
-                                            data.hg.vector, data.Ig.matrix(), data.Ag[:, :6], data.dAg[:, :6])
+            self._rows = velocity_form_rows(oMb.rotation, oMb.translation, data.com[0], data.hg.vector,
+                                            data.Ig.matrix())
         return self._rows
+
+    @property
+    def decoupled_coriolis(self) -> np.ndarray:
+        """C_x v_x of those x-rows (computed once per cycle, when a task needs it)."""
+        c = self.cache.get("C_x_v_x")
+        if c is None:
+            data = self.data
+            oMb = data.oMi[1]
+            c = self.cache["C_x_v_x"] = velocity_form_coriolis(
+                oMb.rotation, oMb.translation, data.com[0], self.v_full[:6], self.decoupled_rows.v_x,
+                data.Ag[:, :6], data.dAg[:, :6])
+        return c
 
     @property
     def com(self) -> np.ndarray:

@@ -123,37 +123,38 @@ class VelocityFormRows:
     v_x: np.ndarray             # A_cb nu_b^loc = I_g^{-1} h_c = [CoM velocity; locked angular velocity], world
     M_x_inv: np.ndarray         # (T_x^{-T} M_bb T_x^{-1})^{-1} = I_g^{-1} = diag(I / m, I_c^{-1})
     T_x_invT: np.ndarray        # T_x^{-T} = A_cb^{-T}: base wrench (LOCAL) -> wrench at the CoM (world), F_x = T_x^{-T} F_b
-    C_x_v_x: np.ndarray         # C_x v_x = Mdot_x v_x (the Hamel C_xy is zero)
-    nu_loc: np.ndarray          # the locked base velocity nu_b^loc (LOCAL)
 
 
-def velocity_form_rows(R_ib: np.ndarray, o_ib: np.ndarray, com: np.ndarray, nu_b: np.ndarray,
-                       h_c: np.ndarray, I_g: np.ndarray, Ag_b: np.ndarray, dAg_b: np.ndarray) -> VelocityFormRows:
-    """The velocity-form x-rows from centroidal quantities (Pinocchio's ccrba/dccrba terms: I_g,
-    block-diagonal at the CoM, the base columns Ag_b = A_cb^{-T} M_bb of A_g and their rate dAg_b).
-
-    With T_x = A_cb, v_x = A_cb nu_b^loc and M_x = A_cb^{-T} M_bb A_cb^{-1} = I_g [Feurstein 2021,
-    Eq. (A.4a) corrected]; h_c = I_g v_x obeys h_c_dot = A_cb^{-T}(F_b - G_b) [Feurstein 2021,
-    Prop. 3.2.1], so the x-rows read I_g v_x_dot + I_g_dot v_x + G_x = F_x: C_x v_x = Mdot_x v_x,
-    not zero in this form (module docstring). I_g = Ag_b A_cb^{-1} gives
-    I_g_dot v_x = dAg_b nu_loc - Ag_b a_cb nu_loc, A_cb_dot = A_cb a_cb (``com_frame_rates``)."""
-    m = I_g[0, 0]
+def velocity_form_rows(R_ib: np.ndarray, o_ib: np.ndarray, com: np.ndarray, h_c: np.ndarray,
+                       I_g: np.ndarray) -> VelocityFormRows:
+    """v_x, M_x^{-1} and T_x^{-T} of the velocity form from the base pose, the CoM and Pinocchio's
+    centroidal h_c and I_g (block-diagonal at the CoM): with T_x = A_cb = Ad(R_ib, o_ib - o_ic),
+    M_x = A_cb^{-T} M_bb A_cb^{-1} = I_g [Feurstein 2021, Eq. (A.4a) corrected] and
+    v_x = A_cb nu_b^loc = A_cb M_bb^{-1} h_b = I_g^{-1} h_c."""
     M_x_inv = np.zeros((6, 6))
-    M_x_inv[(0, 1, 2), (0, 1, 2)] = 1.0 / m
-    M_x_inv[3:, 3:] = Ic_inv = inverse3(I_g[3:, 3:])
-    v_x = np.concatenate([h_c[:3] / m, Ic_inv @ h_c[3:]])
+    M_x_inv[(0, 1, 2), (0, 1, 2)] = 1.0 / I_g[0, 0]
+    M_x_inv[3:, 3:] = inverse3(I_g[3:, 3:])
+    T_x_invT = np.zeros((6, 6))                                 # Ad(R_ib, o_ib - o_ic)^{-T}
+    T_x_invT[:3, :3] = T_x_invT[3:, 3:] = R_ib
+    T_x_invT[3:, :3] = skew(o_ib - com) @ R_ib
+    return VelocityFormRows(v_x=M_x_inv @ h_c, M_x_inv=M_x_inv, T_x_invT=T_x_invT)
+
+
+def velocity_form_coriolis(R_ib: np.ndarray, o_ib: np.ndarray, com: np.ndarray, nu_b: np.ndarray,
+                           v_x: np.ndarray, Ag_b: np.ndarray, dAg_b: np.ndarray) -> np.ndarray:
+    """C_x v_x of the velocity form's x-rows (the Hamel C_xy is zero), from the base columns
+    Ag_b = A_cb^{-T} M_bb of Pinocchio's A_g and their rate dAg_b (dccrba).
+
+    h_c = I_g v_x obeys h_c_dot = A_cb^{-T}(F_b - G_b) [Feurstein 2021, Prop. 3.2.1], so the
+    x-rows read I_g v_x_dot + I_g_dot v_x + G_x = F_x: C_x v_x = Mdot_x v_x, not zero in this
+    form (module docstring). I_g = Ag_b A_cb^{-1} gives I_g_dot v_x = dAg_b nu_loc - Ag_b a_cb nu_loc
+    with nu_loc = A_cb^{-1} v_x and A_cb_dot = A_cb a_cb (``com_frame_rates``)."""
     v_c, w = v_x[:3], v_x[3:]
-    p = o_ib - com
     # nu_loc = A_cb^{-1} v_x and nu_cb = nu_b - A_cb^{-1} [o_ic_dot; 0] [Feurstein 2021, Sec. 3.3.3]
-    rot = np.array([v_c - cross3(p, w), w, v_c]) @ R_ib                    # rows: R_ib^T (.)
-    nu_loc = rot[:2].ravel()
+    rot = np.array([v_c - cross3(o_ib - com, w), w, v_c]) @ R_ib           # rows: R_ib^T (.)
     a, b = nu_b[:3] - rot[2], nu_b[3:]
     bx_uo = skew(b) @ rot[:2].T                                            # a_cb nu_loc = ad(nu_cb) nu_loc
-    C_x_v_x = dAg_b @ nu_loc - Ag_b @ np.concatenate([bx_uo[:, 0] + cross3(a, rot[1]), bx_uo[:, 1]])
-    T_x_invT = np.zeros((6, 6))                                            # Ad(R_ib, o_ib - o_ic)^{-T}
-    T_x_invT[:3, :3] = T_x_invT[3:, 3:] = R_ib
-    T_x_invT[3:, :3] = skew(p) @ R_ib
-    return VelocityFormRows(v_x=v_x, M_x_inv=M_x_inv, T_x_invT=T_x_invT, C_x_v_x=C_x_v_x, nu_loc=nu_loc)
+    return dAg_b @ rot[:2].ravel() - Ag_b @ np.concatenate([bx_uo[:, 0] + cross3(a, rot[1]), bx_uo[:, 1]])
 
 
 @dataclass

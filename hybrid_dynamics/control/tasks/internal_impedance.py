@@ -17,7 +17,7 @@ acceleration is then the sum of the two parts,
     nu̇_j = [J_int dv + J̇_j v - X_j I_g^{-1} (Ȧ_g v - İ_g v_x) - [ω_loc x (ṗ_j - ċ); 0]]    (internal)
           + [X_j (A_x f + c_x) + [ω_loc x (ṗ_j - ċ); 0]]                                  (external)
 
-with ``v̇_x = A_x f + c_x`` the torque-free x-rows (:func:`.decoupled_centroidal.force_rows`):
+with ``v̇_x = A_x f + c_x`` the torque-free x-rows (:mod:`.decoupled_centroidal`):
 the task's rows act on the joint accelerations through ``J_int`` and on the contact forces
 through the x-rows, never on the base acceleration directly. It asks for an impedance
 
@@ -42,6 +42,7 @@ from .base import Task
 from .decoupled_centroidal import force_rows
 
 ROWS = {"angular": slice(3, 6), "linear": slice(0, 3), "all": slice(0, 6)}
+X_ANGULAR = np.hstack([np.zeros((3, 3)), np.eye(3)])
 
 
 class InternalImpedanceTask(Task):
@@ -70,54 +71,50 @@ class InternalImpedanceTask(Task):
     def active(self, refs) -> bool:
         return self.weight > 0.0 and bool(self.frames)
 
-    @staticmethod
-    def _X(state, fid: int):
-        """X_j (external twist at the frame from v_x) and the frame's placement."""
-        oMj = state.data.oMi[1] if fid < 0 else pin.updateFramePlacement(state.model, state.data, fid)
+    def X_rows(self, r: np.ndarray) -> np.ndarray:
+        """The task's rows of X_j = [[I, -[r]x], [0, I]] (external twist at the frame from v_x)."""
+        if self.rows.start >= 3:
+            return X_ANGULAR
         X = np.eye(6)
-        X[:3, 3:] = -skew(oMj.translation - state.com)
-        return X, oMj
+        X[:3, 3:] = -skew(r)
+        return X[self.rows]
 
     def target(self, refs, nu_j, nu_int, o_j, R_bj, oMj) -> np.ndarray:
-        """The impedance's acceleration (six rows)."""
+        """The impedance's acceleration (the task's rows)."""
         a = -self.kd * nu_int
-        if refs.com is not None:
+        rows = self.rows
+        if refs.com is not None and rows.start < 3:
             t = refs.com
             R_ref = np.eye(3) if refs.base_orientation is None else refs.base_orientation.rotation()
             a[:3] = t.acceleration + self.kp * (t.position + R_ref @ o_j - oMj.translation) \
                 + self.kd * (t.velocity - nu_j[:3])
-        if refs.base_orientation is not None:
+        if refs.base_orientation is not None and rows.stop > 3:
             t = refs.base_orientation
-            a[3:] = t.angular_acceleration + self.kp * pin.log3(t.rotation() @ R_bj @ oMj.rotation.T) \
-                + self.kd * (t.angular_velocity - nu_j[3:])
+            a[rows.stop - rows.start - 3:] = t.angular_acceleration + self.kd * (t.angular_velocity - nu_j[3:]) \
+                + self.kp * pin.log3(t.rotation() @ R_bj @ oMj.rotation.T)
         return a
 
     def rows_of(self, state, layout, frame, refs):
         """(A, b) of one frame (``frame`` an entry of ``self.frames``): the task is
         ``w ||A x - b||^2`` over the QP variables ``x = (dv, f)``; ``A[:, :n]`` are J_int's rows,
         ``A[:, f_stance]`` the x-rows' (``X_j A_x``)."""
-        # internal + external rows: the -[ω_loc x (ṗ_j - ċ)] of the one and the + of the other cancel
+        # internal + external: the ±[ω_loc x (ṗ_j - ċ)] and the ±X_j I_g^{-1} İ_g v_x cancel, so
+        # nu̇_j = J_int dv + X_j A_x f + J̇_j v - X_j I_g^{-1} (Ȧ_g v + G_x)
         fid, o_j, R_bj = frame
-        n = layout.n
         x = state.decoupled_rows
         A_g, dAg_v = state.centroidal_matrix()
-        if layout.nf_stance:
-            A_x, c_x = force_rows(state, layout)
-        else:                                      # ballistic: v̇_x = c_x whatever the joints do
-            A_x, c_x = None, -x.M_x_inv @ x.C_x_v_x
-            c_x[:3] += state.gravity
-        rows = self.rows
         J, drift = state.frame_terms(fid)
-        X, oMj = self._X(state, fid)
-        Xr = X[rows]
+        oMj = state.data.oMi[1] if fid < 0 else pin.updateFramePlacement(state.model, state.data, fid)
+        rows = self.rows
+        Xr = self.X_rows(oMj.translation - state.com)
         XM = Xr @ x.M_x_inv
         nu_j = J @ state.v_m
-        a = self.target(refs, nu_j, nu_j - X @ x.v_x, o_j, R_bj, oMj)[rows]
-        b = a - drift[rows] + XM @ (dAg_v - x.C_x_v_x) - Xr @ c_x
+        b = self.target(refs, nu_j, nu_j[rows] - Xr @ x.v_x, o_j, R_bj, oMj) - drift[rows] \
+            + XM @ (dAg_v + state.G_x)
         A = np.zeros((rows.stop - rows.start, layout.nx))
-        A[:, :n] = J[rows] - XM @ A_g                                   # J_int's rows
-        if A_x is not None:
-            A[:, layout.f_stance] = Xr @ A_x                           # the x-rows' rows
+        A[:, :layout.n] = J[rows] - XM @ A_g                           # J_int's rows
+        if layout.nf_stance:                                           # else ballistic: no force term
+            A[:, layout.f_stance] = Xr @ force_rows(state, layout)
         return A, b
 
     def add(self, H, g, state, layout, refs) -> None:
