@@ -245,3 +245,9 @@ def test_bad_value_in_a_robot_file_names_file_and_line(tmp_path):
     with pytest.raises(InputError) as err:
         controller_config(path=path)
     assert err.value.file == str(path) and err.value.line == 4 and err.value.field == "tasks.internal_impedance.rows"
+
+
+def test_decoupled_with_soft_leaves_is_an_input_error():
+    with pytest.raises(InputError) as err:
+        WholeBodyController(load_robot("jethexa_soft"), {"centroidal_coordinates": "decoupled"})
+    assert err.value.field == "centroidal_coordinates"

@@ -224,6 +224,9 @@ class Formulation:
         if not self.state.nb:
             floating = []
         elif config["centroidal_coordinates"] == "decoupled":      # [Feurstein 2021, Eq. (3.80)]
+            if leaves is not None:
+                raise InputError("centroidal_coordinates: decoupled needs the rigid model's centroidal "
+                                 "terms; a robot with soft leaves uses standard", field="centroidal_coordinates")
             floating = [DecoupledCentroidalTask(tc["decoupled_centroidal"]),
                         InternalImpedanceTask(tc["internal_impedance"], self.state.model, robot.q_stand),
                         BasePositionTask(tc["base_position"])]
