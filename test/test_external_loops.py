@@ -7,15 +7,17 @@ passive-state estimator on a 2 s sinusoid."""
 import warnings
 from pathlib import Path
 
+import mujoco
 import numpy as np
 import pinocchio as pin
 import pytest
 from scipy.optimize import least_squares
 
 from hybrid_dynamics.analysis.closed_loop_checks import sinusoid
+from hybrid_dynamics.control import WholeBodyController
 from hybrid_dynamics.dynamics.closed_chain import LoopClosureKinematics
 from hybrid_dynamics.estimation.passive_state import PassiveStateEstimator
-from hybrid_dynamics.errors import DescriptionWarning
+from hybrid_dynamics.errors import DescriptionWarning, InputError
 from hybrid_dynamics.model.robot import load_robot
 from loop_reference import constraint_dynamics
 
@@ -157,7 +159,6 @@ def _copy(tmp_path, name, edit):
 
 
 def test_unknown_key_and_bad_substitution_name_the_file_and_key(tmp_path):
-    from hybrid_dynamics.errors import InputError
     path = _copy(tmp_path, "five_bar_3d", lambda t: t + "closed_loops: []\n")
     with pytest.raises(InputError, match=r"robot.yaml:4: field 'closed_loops': unknown key 'closed_loops'"):
         load_robot(path)
@@ -230,3 +231,108 @@ def test_mjcf_connect_between_bodies_and_ball_joints():
     assert np.allclose(frame.placement.translation, [0.35012, 0, 0])
     assert all(m.existJointName(f"left-achilles-rod_{a}") for a in "xyz")
     assert robot.loop_report["reference"] == "closed automatically (open by 0.00195 at the given pose)"
+
+
+PARALLELOGRAM = """<mujoco model="parallelogram">
+  <compiler angle="radian"/>
+  <worldbody>
+    <body name="frame">
+      <geom type="box" size="0.6 0.05 0.02" pos="0.5 0 -0.05" mass="2"/>
+      <body name="crank_a">
+        <joint name="a1" type="hinge" axis="0 1 0" range="-1 1"/>
+        <geom type="capsule" fromto="0 0 0 0 0 1" size="0.02" mass="1"/>
+        <body name="coupler_a" pos="0 0 1">
+          <joint name="a2" type="hinge" axis="0 1 0"/>
+          <geom type="capsule" fromto="0 0 0 0.5 0 0" size="0.02" mass="0.5"/>
+        </body>
+      </body>
+      <body name="crank_b" pos="1 0 0">
+        <joint name="b1" type="hinge" axis="0 1 0"/>
+        <geom type="capsule" fromto="0 0 0 0 0 1" size="0.02" mass="1"/>
+        <body name="coupler_b" pos="0 0 1">
+          <joint name="b2" type="hinge" axis="0 1 0"/>
+          <geom type="capsule" fromto="0 0 0 -0.5 0 0" size="0.02" mass="0.5"/>
+        </body>
+      </body>
+    </body>
+  </worldbody>
+  <equality>
+    <weld name="coupler" body1="coupler_a" body2="coupler_b"RELPOSE/>
+  </equality>
+  <actuator>
+    <motor joint="a1"/>
+  </actuator>
+</mujoco>
+"""
+
+
+@pytest.mark.parametrize("relpose", ["", ' relpose="0.9 0 0 1 0 0 0"'])
+def test_mjcf_weld_between_bodies(tmp_path, relpose):
+    """MuJoCo's body form of <weld> (body1, body2; relpose given, or MuJoCo's default: the
+    relative pose at qpos0): a four-bar whose coupler is two bodies welded together. The frames
+    coupler_1, coupler_2 are added, the cut is '6d' with 6 rows of rank 3 (planar), and the
+    closure at a crank angle is MuJoCo's own: its weld constraint violation (efc_pos) is zero
+    there; with the coupler as long as the ground (no relpose: a parallelogram) the passive
+    joints are the closed form (-a1, a1, -a1). Constrained ID matches constraintDynamics."""
+    path = tmp_path / "four_bar.xml"
+    path.write_text(PARALLELOGRAM.replace("RELPOSE", relpose))
+    robot = load_robot(path)
+    kin = LoopClosureKinematics(robot)
+    m = robot.model
+    assert not robot.floating and [l.kind for l in robot.loops.loops] == ["6d"]
+    assert (kin.m, kin.rank_l, kin.n_pas, kin.n_free) == (6, 3, 3, 0)
+    assert m.names[m.frames[m.getFrameId("coupler_1")].parentJoint] == "a2"
+    assert robot.loop_report["reference"] == ("given" if not relpose else "closed automatically (open by 0.1 at the given pose)")
+    mj = mujoco.MjModel.from_xml_path(str(path))
+    d = mujoco.MjData(mj)
+    adr = [mj.jnt_qposadr[mujoco.mj_name2id(mj, mujoco.mjtObj.mjOBJ_JOINT, m.names[j])] for j in range(1, m.njoints)]
+    for a1 in (-0.6, 0.2, 0.7):
+        q, info = kin.close(kin.with_actuated(kin.q_ref, [a1]))
+        assert info["converged"]
+        d.qpos[adr] = q
+        mujoco.mj_forward(mj, d)
+        assert d.ne == 6 and np.abs(d.efc_pos[:d.ne]).max() < 1e-10, (relpose, a1, d.efc_pos[:d.ne])
+        if not relpose:
+            assert np.allclose(q[kin.qu], [-a1, a1, -a1], atol=1e-10)
+        else:
+            assert abs(q[kin.qu][1] - a1) > 1e-2                      # a trapezoid: not the closed form
+    v, _ = kin.complete(q, [0.8])
+    tau_a, a = kin.inverse_dynamics(q, v, np.array([-1.5]))
+    tau = np.zeros(m.nv)
+    tau[kin.ia] = tau_a
+    ddq = constraint_dynamics(robot, q, v, tau)
+    assert abs(tau_a[0]) > 1e-3 and np.abs(ddq - a).max() < 1e-8 * max(1.0, np.abs(a).max())
+    # the same mechanism with its two cranks as two bodies of <worldbody>: named, not dropped
+    two_roots = PARALLELOGRAM.replace("RELPOSE", relpose).replace('<body name="frame">', "").replace(
+        "    </body>\n  </worldbody>", "  </worldbody>").replace('<geom type="box" size="0.6 0.05 0.02" pos="0.5 0 -0.05" mass="2"/>', "")
+    path.write_text(two_roots)
+    with pytest.raises(InputError, match=r"four_bar.xml: <worldbody> has 2 bodies \(crank_a, crank_b\).*only the first"):
+        load_robot(path)
+
+
+def test_base_fixed_in_a_robot_manifest(tmp_path):
+    """`base: fixed` in a robot manifest (not only the URDF flag): no free flyer, the loops and
+    the QP without base rows; `base: floating` adds the six base coordinates; anything else is
+    an error naming the manifest's line and field."""
+    for f in ("robot.urdf", "robot.yaml"):
+        (tmp_path / f).write_text((DATA / "five_bar_3d" / f).read_text())
+    manifest = "name: rig\nurdf: robot.urdf\nloops: robot.yaml\nbase: {}\n"
+    (tmp_path / "rig.yaml").write_text(manifest.format("fixed"))
+    fixed = _quiet_load(tmp_path / "rig.yaml")
+    (tmp_path / "rig.yaml").write_text(manifest.format("floating"))
+    floating = _quiet_load(tmp_path / "rig.yaml")
+    assert not fixed.floating and fixed.name == "rig" and fixed.nv == 5 and fixed.manifest == tmp_path / "rig.yaml"
+    assert floating.floating and floating.nv == fixed.nv + 6
+    assert LoopClosureKinematics(fixed).nb == 0 and LoopClosureKinematics(floating).nb == 6
+    qp = WholeBodyController(fixed).formulation
+    assert qp.state.n == len(fixed.actuated_joints) and qp.layout(()).n_unactuated == 0
+    assert not {"com", "base_position", "base_orientation", "momentum"} & {t.name for t in qp.tasks}
+    (tmp_path / "rig.yaml").write_text(manifest.format("wall"))
+    with pytest.raises(InputError, match=r"rig.yaml:4: field 'base': 'wall' is not fixed or floating"):
+        load_robot(tmp_path / "rig.yaml")
+
+
+def _quiet_load(path):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DescriptionWarning)
+        return load_robot(path)

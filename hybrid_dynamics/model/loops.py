@@ -408,6 +408,11 @@ keyframes are in ``model.referenceConfigurations`` ('qpos0', key names).
         raise InputError("file not found", file=str(path)) from None
     except ET.ParseError as exc:
         raise InputError(f"malformed XML: {exc}", file=str(path), line=exc.position[0]) from None
+    world = root.find("worldbody")
+    roots = [] if world is None else [b.get("name", "?") for b in world.findall("body")]
+    if len(roots) > 1:          # the others would be dropped silently (Pinocchio 3.x / 4.1)
+        raise InputError(f"<worldbody> has {len(roots)} bodies ({', '.join(roots)}): Pinocchio's MJCF parser "
+                         "reads only the first; put the mechanism under one root body", file=str(path))
     try:
         model, points, frames = pin.buildModelAndConstraintsFromMJCF(str(path))
     except (RuntimeError, ValueError) as exc:
