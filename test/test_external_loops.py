@@ -233,37 +233,7 @@ def test_mjcf_connect_between_bodies_and_ball_joints():
     assert robot.loop_report["reference"] == "closed automatically (open by 0.00195 at the given pose)"
 
 
-PARALLELOGRAM = """<mujoco model="parallelogram">
-  <compiler angle="radian"/>
-  <worldbody>
-    <body name="frame">
-      <geom type="box" size="0.6 0.05 0.02" pos="0.5 0 -0.05" mass="2"/>
-      <body name="crank_a">
-        <joint name="a1" type="hinge" axis="0 1 0" range="-1 1"/>
-        <geom type="capsule" fromto="0 0 0 0 0 1" size="0.02" mass="1"/>
-        <body name="coupler_a" pos="0 0 1">
-          <joint name="a2" type="hinge" axis="0 1 0"/>
-          <geom type="capsule" fromto="0 0 0 0.5 0 0" size="0.02" mass="0.5"/>
-        </body>
-      </body>
-      <body name="crank_b" pos="1 0 0">
-        <joint name="b1" type="hinge" axis="0 1 0"/>
-        <geom type="capsule" fromto="0 0 0 0 0 1" size="0.02" mass="1"/>
-        <body name="coupler_b" pos="0 0 1">
-          <joint name="b2" type="hinge" axis="0 1 0"/>
-          <geom type="capsule" fromto="0 0 0 -0.5 0 0" size="0.02" mass="0.5"/>
-        </body>
-      </body>
-    </body>
-  </worldbody>
-  <equality>
-    <weld name="coupler" body1="coupler_a" body2="coupler_b"RELPOSE/>
-  </equality>
-  <actuator>
-    <motor joint="a1"/>
-  </actuator>
-</mujoco>
-"""
+PARALLELOGRAM = (DATA / "four_bar_weld" / "four_bar.xml").read_text()     # ours, RELPOSE to fill in
 
 
 @pytest.mark.parametrize("relpose", ["", ' relpose="0.9 0 0 1 0 0 0"'])
