@@ -47,11 +47,11 @@ class LoopClosureKinematics(LoopKinematics):
     # accelerations by 0.3 % when dropped
     FREE_INERTIA = 1e-10
 
-    def __init__(self, robot, loops=None, model: Optional[pin.Model] = None, q_ref=None):
+    def __init__(self, robot, loops=None, model: Optional[pin.Model] = None, q_ref=None, measured=()):
         if q_ref is None and robot is not None:
             q_ref = getattr(robot, "q_stand", None)
         super().__init__(model if model is not None else robot.model,
-                         loops if loops is not None else getattr(robot, "loops", None), q_ref)
+                         loops if loops is not None else getattr(robot, "loops", None), q_ref, measured)
         springs = self.spec.springs if self.spec is not None else {}
         m = self.model
         self._spring_v = np.array([m.joints[m.getJointId(n)].idx_v for n in springs], dtype=int)

@@ -63,14 +63,21 @@ class PassiveStateEstimator:
 
     ``update(q_a, v_a)`` takes the actuated positions and velocities in the order of
     ``kin.actuated_joints`` (``update_named`` takes dicts). The floating base, if any, is
-    passed through from ``q_base`` (7) / ``v_base`` (6) and does not affect the loops.
+    passed through from ``q_base`` (7) / ``v_base`` (6) and does not affect the loops. A robot
+    whose loop YAML declares ``internal_motion: springs`` has its spring joints measured too
+    (they follow the motors in ``actuated_joints``): the internal motions they are, which the
+    loops leave free, take the measured values rather than least norm.
     """
 
     def __init__(self, robot_or_kin, dt: float = 1e-3, alpha: float = 100.0, beta: float = 1000.0,
                  rcond_min: float = 1e-6, residual_max: float = 1e-3, jump_tol: float = 5e-3,
                  stroke_margin: float = 0.1):
-        self.kin = robot_or_kin if isinstance(robot_or_kin, LoopClosureKinematics) \
-            else LoopClosureKinematics(robot_or_kin)
+        if isinstance(robot_or_kin, LoopClosureKinematics):
+            self.kin = robot_or_kin
+        else:
+            spec = robot_or_kin.loops
+            springs = list(spec.springs) if spec is not None and spec.internal_motion == "springs" else []
+            self.kin = LoopClosureKinematics(robot_or_kin, measured=springs)
         if not (0 < alpha * dt <= 1 and 0 <= beta * dt <= 1):
             raise ValueError("alpha * dt and beta * dt must lie in (0, 1]")
         self.dt, self.alpha, self.beta = dt, alpha, beta

@@ -149,9 +149,15 @@ class LoopKinematics:
     :meth:`close` (position closure from any pose), :meth:`complete` (passive velocities and
     accelerations from the actuated ones) and :meth:`closed_pose` (a closed pose near a given
     one, actuators free).
+
+    ``measured``: passive joints measured like the actuators (Cassie's shin and heel springs
+    have encoders). They join the independent coordinates (``actuated_joints``, ``ia``, after
+    the motors), so the loops complete the other passive joints from both: the free internal
+    motions the springs are are then set by the springs' measurement instead of least norm
+    (``internal_motion: springs``). For estimation only: they carry no actuator.
     """
 
-    def __init__(self, model: pin.Model, spec=None, q_ref=None):
+    def __init__(self, model: pin.Model, spec=None, q_ref=None, measured: Sequence[str] = ()):
         self.model = model
         self.data = self.model.createData()
         self.spec = spec
@@ -170,7 +176,11 @@ class LoopKinematics:
             self.actuated_joints = list(self.joint_names)
             self.loops = []
         else:
-            self.actuated_joints = list(self.spec.actuated)
+            wrong = [n for n in measured if n not in self.joint_names or n in self.spec.actuated]
+            if wrong:
+                raise InputError(f"measured joints {', '.join(map(str, wrong))} are not passive joints of the model",
+                                 file=str(spec.path), field="springs")
+            self.actuated_joints = list(self.spec.actuated) + list(measured)
             self.loops = list(self.spec.loops)
         act = set(self.actuated_joints)
         self.passive_joints = [n for n in self.joint_names if n not in act]

@@ -14,7 +14,8 @@ is written down in docs/loops.md::
     orientation: [coincide | reference, ...] # per '6d' loop: frames coincide (default) or keep
                                              # their relative orientation at the reference pose
     stroke: {joint: [lower, upper]}          # joint range where the URDF gives none (or zero width)
-    internal_motion: least_norm | none       # free internal motions: least norm (default) or an error
+    internal_motion: least_norm | springs | none   # free internal motions: least norm (default), set by
+                                             # the measured spring joints (springs), or an error
     base: fixed | floating                   # for a loop YAML loaded as the robot (default fixed)
     transmissions:                           # per actuated prismatic joint
       joint_name: {lead: 0.005, efficiency: 0.9, max_force: 5000}
@@ -186,8 +187,10 @@ def load_loops(path: str | Path, model: pin.Model) -> LoopSpec:
             raise doc.error(f"'{name}': give [lower, upper] with lower < upper", "stroke", name)
         stroke[str(name)] = (float(rng[0]), float(rng[1]))
     internal = data.get("internal_motion", "least_norm")
-    if internal not in ("least_norm", "none"):
-        raise doc.error(f"'{internal}' is not least_norm or none", "internal_motion")
+    if internal not in ("least_norm", "springs", "none"):
+        raise doc.error(f"'{internal}' is not least_norm, springs or none", "internal_motion")
+    if internal == "springs" and not data.get("springs"):
+        raise doc.error("internal_motion: springs needs the measured spring joints under springs:", "internal_motion")
     base = data.get("base")
     if base not in (None, "fixed", "floating"):
         raise doc.error(f"'{base}' is not fixed or floating", "base")
@@ -330,7 +333,8 @@ def check_loops(model: pin.Model, spec: LoopSpec, q_ref: np.ndarray, *, closure_
     ``internal_motion: none``. Raises :class:`InputError` naming the file and the loop.
     Returns the figures checked, with ``q_ref``."""
     where = {"file": str(spec.path)}
-    kin = LoopKinematics(model, spec, q_ref)
+    measured = list(spec.springs) if spec.internal_motion == "springs" else []
+    kin = LoopKinematics(model, spec, q_ref, measured)
     figures = {"reference": "given"}
     e0 = kin.residual(q_ref)
     residual = float(np.max(np.abs(e0))) if e0.size else 0.0
@@ -345,7 +349,7 @@ def check_loops(model: pin.Model, spec: LoopSpec, q_ref: np.ndarray, *, closure_
                              **where)
         figures["reference"] = f"closed automatically (open by {residual:.3g} at the given pose)"
         q_ref = q
-        kin = LoopKinematics(model, spec, q_ref)
+        kin = LoopKinematics(model, spec, q_ref, measured)
         residual = info["residual"]
     figures.update(rows=kin.m, passive=kin.n_pas, actuated=kin.n_act, rank=kin.rank_l,
                    rank_passive=kin.rank_u, free_internal=kin.n_free, residual=residual)
@@ -362,7 +366,8 @@ def check_loops(model: pin.Model, spec: LoopSpec, q_ref: np.ndarray, *, closure_
         if spec.internal_motion == "none":
             raise InputError(message + ": add constrained_axes or remove the joints, or declare "
                              "internal_motion: least_norm", **where)
-        warnings.warn(f"{spec.path}: {message}; resolved by least norm (internal_motion: least_norm)",
+        rule = "the measured springs, then least norm" if measured else "least norm"
+        warnings.warn(f"{spec.path}: {message}; resolved by {rule} (internal_motion: {spec.internal_motion})",
                       DescriptionWarning, stacklevel=2)
         figures["free_joints"] = joints
     fac = kin.factor(kin.compute(q_ref).J.T)
