@@ -429,7 +429,7 @@ class LoopKinematics:
         Returns (q, info) with info = {iterations, residual, converged, rcond}."""
         q, info = self._newton(np.array(q0, dtype=float), self.qu, self.iu, tol, max_iter, damping, max_step)
         if not info["converged"] and self.n_pas:
-            q = self._smooth_solve(np.array(q0, dtype=float), self.qu)
+            q = self._smooth_solve(np.array(q0, dtype=float), self.qu, self.iu)
             q, more = self._newton(q, self.qu, self.iu, tol, max_iter, damping, max_step)
             more["iterations"] += info["iterations"]
             info = more
@@ -440,7 +440,7 @@ class LoopKinematics:
         found at load when a description's neutral pose is open."""
         joints = np.concatenate([self.qu, self.qa]).astype(int)
         cols = np.concatenate([self.iu, self.ia]).astype(int)
-        q = self._smooth_solve(np.array(q0, dtype=float), joints)
+        q = self._smooth_solve(np.array(q0, dtype=float), joints, cols)
         q, info = self._newton(q, joints, cols, tol, 50, 1e-6, 0.3)
         turns = [self.model.joints[self.model.getJointId(n)].idx_q for n in self.joint_names
                  if self.model.joints[self.model.getJointId(n)].shortname().startswith("JointModelR")]
@@ -493,14 +493,40 @@ class LoopKinematics:
             out.append((R - np.eye(3)).ravel() if len(ang) == 3 else pin.log3(R)[ang])
         return np.concatenate(out)
 
-    def _smooth_solve(self, q: np.ndarray, qi: np.ndarray) -> np.ndarray:
+    def _smooth_jacobian(self, q: np.ndarray) -> np.ndarray:
+        """Jacobian (rows of :meth:`_smooth_residual`, nv columns), exact: the linear rows and
+        the log3 rows are those of J_l; for R = R_a^T R_b R_ref^T, dR = [w]x R with
+        w = R_a^T (omega_b - omega_a), so d vec(R) / dq_i = vec([w_i]x R)."""
+        J = self.compute(q).J                       # fills data.J (world) and the placements
+        F = self._frames()
+        out, r = [], 0
+        for k, loop in enumerate(self.loops):
+            rows = J[r:r + len(loop.axes)]
+            r += len(loop.axes)
+            ang = [i for i, a in enumerate(loop.axes) if a >= 3]
+            out.append(rows[[i for i, a in enumerate(loop.axes) if a < 3]])
+            if len(ang) == 3:
+                Ra = F[2 * k, :, :3]
+                R = Ra.T @ F[2 * k + 1, :, :3] @ self._R_ref[k].T
+                W = Ra.T @ (self.data.J[3:] * self._S[k])          # R_a^T omega_rel, per column
+                out.append(np.cross(W.T[:, :, None], R[None], axis=1).reshape(self.nv, 9).T)
+            else:
+                out.append(rows[ang])
+        return np.vstack(out)
+
+    def _smooth_solve(self, q: np.ndarray, qi: np.ndarray, cols: np.ndarray) -> np.ndarray:
         def fun(x):
             q[qi] = x
             return self._smooth_residual(q)
+
+        def jac(x):
+            q[qi] = x
+            return self._smooth_jacobian(q)[:, cols]
         x0 = q[qi].copy()
         if not np.any(self._smooth_residual(q)):
             return q
-        sol = least_squares(fun, x0, method="trf", xtol=1e-14, ftol=1e-14, gtol=1e-14, max_nfev=200 * (len(qi) + 1))
+        sol = least_squares(fun, x0, jac=jac, method="trf", xtol=1e-14, ftol=1e-14, gtol=1e-14,
+                            max_nfev=200 * (len(qi) + 1))
         q[qi] = sol.x
         return q
 

@@ -30,6 +30,7 @@ there. :func:`load_mjcf_loops` reads MuJoCo ``<equality connect|weld>`` loops.
 from __future__ import annotations
 
 import math
+import re
 import warnings
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
@@ -345,8 +346,8 @@ def check_loops(model: pin.Model, spec: LoopSpec, q_ref: np.ndarray, *, closure_
         if not info["converged"]:
             worst = _loop_of_row(spec, int(np.argmax(np.abs(kin.residual(q)))))
             raise InputError(f"loop {worst.frame_a}-{worst.frame_b} cannot be closed (residual "
-                             f"{info['residual']:.3g} from the reference pose): check its frames and type",
-                             **where)
+                             f"{info['residual']:.3g} from the reference pose): check its frames and type"
+                             + _ball_joint_hint(model, spec), **where)
         figures["reference"] = f"closed automatically (open by {residual:.3g} at the given pose)"
         q_ref = q
         kin = LoopKinematics(model, spec, q_ref, measured)
@@ -377,6 +378,23 @@ def check_loops(model: pin.Model, spec: LoopSpec, q_ref: np.ndarray, *, closure_
     figures["jlu_condition"] = 1.0 / fac.rcond
     figures["q_ref"] = q_ref
     return figures
+
+
+BALL_NAME = re.compile(r"spher|ball|univers|cardan|ujoint", re.IGNORECASE)
+
+
+def _ball_joint_hint(model: pin.Model, spec: LoopSpec) -> str:
+    """CAD exports write ball and universal joints as one revolute, named for what they are
+    (Gepetto's kangaroo_like_2legs: 26 revolutes spherical_*): such joints not substituted."""
+    done = tuple(f"{name}_" for name in spec.substitutions)
+    named = [model.names[j] for j in range(1, model.njoints)
+             if model.joints[j].shortname().startswith("JointModelR") and BALL_NAME.search(model.names[j])
+             and not model.names[j].startswith(done)]
+    if not named:
+        return ""
+    shown = ", ".join(named[:6]) + (f" and {len(named) - 6} more" if len(named) > 6 else "")
+    return (f"; {len(named)} revolute joints are named like ball or universal joints ({shown}): if they are, "
+            "list them under joint_name with joint_type SPHERICAL or UJOINT_AB")
 
 
 def _loop_of_row(spec: LoopSpec, row: int) -> LoopClosure:
