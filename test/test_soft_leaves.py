@@ -38,6 +38,7 @@ def two_pads(tmp_path, mutate=None):
     body coordinates)."""
     doc = yaml.safe_load(MANIFEST.read_text())
     doc["urdf"] = str(URDF)
+    doc.pop("mjcf")
     pads = doc["soft_modules"]
     first = copy.deepcopy(pads[0])
     other = copy.deepcopy(pads[3])

@@ -61,6 +61,8 @@ class BaseState:
     v: np.ndarray
     covariance: np.ndarray
     feet: Dict[str, np.ndarray] = field(default_factory=dict)   # world foot positions (kinematics)
+    q_soft: Optional[np.ndarray] = None     # soft modules' coordinates, as measured (soft feet)
+    v_soft: Optional[np.ndarray] = None
 
 
 @dataclass

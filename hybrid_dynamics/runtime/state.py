@@ -21,6 +21,7 @@ from ..estimation.contact_state import ContactForceEstimator, ContactStateEstima
 from ..estimation.passive_state import PassiveStateEstimator
 from ..estimation.plausibility import InputLimits, StampGate
 from ..model.morphology import Morphology, MorphologyMap
+from ..soft.coordinates import coordinate_names
 from .inputs import JointStateBuffer, Rejected, parse_imu
 
 
@@ -46,6 +47,8 @@ class StateCore:
         self.rejected_fields: Counter = Counter()       # by message field
         self.accepted: Counter = Counter()              # joint_states, imu
         self.passive = _PassiveCompletion(robot) if robot.loops is not None else None
+        # soft feet: their coordinates as the plant reports them in /joint_states (<module>_q<k>)
+        self.deformation = JointStateBuffer(coordinate_names(robot)) if robot.soft_modules else None
         self.stance = {c.frame: True for c in robot.contacts}
         self.schedule: Optional[Dict[str, bool]] = None    # planned contacts (a gait), if any
         self.last: Optional[BaseState] = None
@@ -80,6 +83,8 @@ class StateCore:
         out = self.buffer.add(msg, now)
         if out is not None:
             return self._count(out)
+        if self.deformation is not None:
+            self.deformation.add(msg, now)     # absent from a message: the last value stays
         self.js_received = now
         self.accepted["joint_states"] += 1
         if self.first_js_stamp is None:
@@ -182,6 +187,8 @@ class StateCore:
         if planned:         # the plan of the last cycle holds now: the feet it put down are down
             self._set_stance(self.contacts.update(schedule=self.schedule))
         state = self.estimator.update(t, qj, vj, self.imu_for(t), self.stance)
+        if self.deformation is not None:
+            state.q_soft, state.v_soft = self.deformation.q.copy(), self.deformation.v.copy()
         self._note_restarts()
         if not planned:     # contacts for the next step, from efforts (every surviving joint) or heights
             forces_z = None

@@ -35,6 +35,7 @@ import numpy as np
 import pinocchio as pin
 
 from ..errors import InputError, reject_unknown_settings
+from .soft_feet import add_equivalent_pads
 
 REMOVED_ARMATURE = 1e-4       # kg m^2 on the frozen joints of removed links
 
@@ -84,6 +85,8 @@ class Plant:
         spec = mujoco.MjSpec.from_file(str(robot.mjcf))
         hinge_names = [j.name for j in spec.joints if j.type in (mujoco.mjtJoint.mjJNT_HINGE,
                                                                  mujoco.mjtJoint.mjJNT_SLIDE)]
+        # soft feet: their equivalent compliant model (sim/soft_feet.py), joints <module>_q<k>
+        self.soft_names = add_equivalent_pads(spec, robot) if robot.soft_modules else []
         for name in hinge_names:
             eq = spec.add_equality()
             eq.type = mujoco.mjtEq.mjEQ_JOINT
@@ -109,6 +112,9 @@ class Plant:
         self._jid = dict(zip(self.joint_names, ids))
         self._qadr = np.array([m.jnt_qposadr[j] for j in ids])
         self._vadr = np.array([m.jnt_dofadr[j] for j in ids])
+        soft_ids = [mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, n) for n in self.soft_names]
+        self._soft_qadr = np.array([m.jnt_qposadr[j] for j in soft_ids], int)
+        self._soft_vadr = np.array([m.jnt_dofadr[j] for j in soft_ids], int)
         self._eq = {name: mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_EQUALITY, f"lock_{name}")
                     for name in hinge_names}
         # actuators: one motor per actuated joint, matched by the joint it drives
@@ -233,7 +239,8 @@ class Plant:
 
     # ------------------------------------------------------------------ sensors
     def joint_states(self):
-        """(names, positions, velocities, efforts) of the actuated joints, as encoders give them.
+        """(names, positions, velocities, efforts) of the actuated joints, as encoders give them,
+        then the soft feet's coordinates (effort 0), as deformation sensors would.
 
         The effort is the torque the driver was commanded (clipped to the limit), as most
         effort interfaces echo it: a dead motor's command is still reported."""
@@ -245,7 +252,16 @@ class Plant:
             pos += self.rng.normal(0.0, nz.joint_position_std, pos.shape)
         if nz.joint_velocity_std:
             vel += self.rng.normal(0.0, nz.joint_velocity_std, vel.shape)
+        if self.soft_names:
+            return (list(self.actuated_joints) + self.soft_names,
+                    np.concatenate([pos, self.data.qpos[self._soft_qadr]]),
+                    np.concatenate([vel, self.data.qvel[self._soft_vadr]]),
+                    np.concatenate([self._tau, np.zeros(len(self.soft_names))]))
         return list(self.actuated_joints), pos, vel, self._tau.copy()
+
+    def soft_state(self):
+        """(positions, velocities) of the soft feet's coordinates (ground truth)."""
+        return self.data.qpos[self._soft_qadr].copy(), self.data.qvel[self._soft_vadr].copy()
 
     def _read(self, name: str) -> np.ndarray:
         adr, dim = self._sensor[name]

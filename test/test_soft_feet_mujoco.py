@@ -1,0 +1,80 @@
+"""jethexa_soft in MuJoCo through the runtime Pipeline (the library loop of ``demo --library``):
+the plant's pads are the pseudo-rigid-body equivalent of the controller's constant-curvature
+pads (sim/soft_feet.py), their coordinates reach the controller through /joint_states-style
+samples, and the robot walks the tripod gait on them.
+
+Checked against MuJoCo, not against our model: the pads' measured compression under the
+contact force MuJoCo reports equals that force over the pad's axial stiffness E A / L (the
+equivalent model's spring, within the pad's own weight and tilt), the coordinates the
+controller used are the plant's, and the robot walks at the commanded speed without a fall or
+a QP fallback.
+"""
+import numpy as np
+import pytest
+
+from hybrid_dynamics.model.robot import load_robot
+from hybrid_dynamics.sim.plant import Plant
+from hybrid_dynamics.sim.runner import ScenarioRun
+from hybrid_dynamics.sim.scenario import load_scenario
+from hybrid_dynamics.soft.coordinates import coordinate_names
+
+
+@pytest.fixture(scope="module")
+def walked(tmp_path_factory):
+    sc = load_scenario("jethexa_soft_walk")
+    sc.controller = {"soft": {"machine_code": False}}          # no C compile in the test
+    run = ScenarioRun(sc, tmp_path_factory.mktemp("soft_walk"), duration=3.0, bag=False, plots=False,
+                      progress=False)
+    sent = []                                                   # every joint-state sample the plant gave
+    read = Plant.joint_states
+
+    def recorded(plant):
+        sample = read(plant)
+        sent.append(sample + (plant.contact_forces(),))
+        return sample
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(Plant, "joint_states", recorded)
+        summary = run.run()
+    return run, summary, sent
+
+
+def test_walks_on_soft_feet_without_fallback(walked):
+    run, s, _ = walked
+    assert s["completed"] and not s["fell"], s.get("stopped")
+    assert s["fallbacks"] == 0 and s["infeasible"] == 0
+    assert 0.07 < s["speed_before_damage_mps"] < 0.13
+    assert max(s["max_abs_roll_deg"], s["max_abs_pitch_deg"]) < 5.0
+
+
+def test_the_controller_uses_the_measured_pad_coordinates(walked):
+    run, _, sent = walked
+    est = run.pipeline.state.last
+    names = coordinate_names(run.robot)
+    assert run.plant.soft_names == names and est.q_soft is not None
+    joints, pos, vel, _, _ = sent[-1]                                 # the sample of the last cycle
+    at = [joints.index(n) for n in names]
+    assert np.array_equal(est.q_soft, pos[at]) and np.array_equal(est.v_soft, vel[at])
+    assert np.abs(est.q_soft).max() > 5e-4                        # the pads are deformed
+
+
+def test_pad_compression_equals_force_over_axial_stiffness(walked):
+    """Over the run, the spring and damper of each pad, E A / L (x + eta xdot) from its
+    measured compression x and rate, against MuJoCo's normal force on its foot; the distal
+    half's weight (0.13 N) and inertia and the tilt are the few percent left."""
+    run, _, sent = walked
+    robot = run.robot
+    body = robot.soft_modules[0].block["body"]
+    k_axial = body["youngs_modulus"] * np.pi * body["radius"] ** 2 / body["length"]
+    names = coordinate_names(robot)
+    ratios = []
+    for spec in robot.soft_modules:
+        at = names.index(f"{spec.name}_q2")
+        rows = [(-pos[joints.index(names[at])], -vel[joints.index(names[at])], forces[spec.root][2])
+                for joints, pos, vel, _, forces in sent if spec.root in forces and forces[spec.root][2] > 2.0]
+        if len(rows) < 50:
+            continue
+        x, xd, f = np.array(rows).T
+        ratios.append((k_axial * (x + body["damping_time"] * xd)).sum() / f.sum())
+    print("spring + damper / MuJoCo normal force per pad:", np.round(ratios, 3))
+    assert len(ratios) == 6, ratios                                # every pad carried load
+    assert np.all(np.abs(np.array(ratios) - 1.0) < 0.05), ratios
