@@ -9,8 +9,12 @@ equivalent model's spring, within the pad's own weight and tilt), the coordinate
 controller used are the plant's, and the robot walks at the commanded speed without a fall or
 a QP fallback.
 """
+import json
+
 import numpy as np
 import pytest
+from rosbags.rosbag2 import Reader
+from rosbags.typesys import Stores, get_typestore
 
 from hybrid_dynamics.model.robot import load_robot
 from hybrid_dynamics.sim.plant import Plant
@@ -78,3 +82,30 @@ def test_pad_compression_equals_force_over_axial_stiffness(walked):
     print("spring + damper / MuJoCo normal force per pad:", np.round(ratios, 3))
     assert len(ratios) == 6, ratios                                # every pad carried load
     assert np.all(np.abs(np.array(ratios) - 1.0) < 0.05), ratios
+
+
+def test_ros_graph_publishes_and_draws_the_deformation(cli, tmp_path):
+    """The same robot under the whole ROS 2 graph (``demo``): it walks, the controller
+    publishes the pads' coordinates on ~/soft_deformation (those of /joint_states at the same
+    cycle) and one rviz line strip per pad on ~/markers, ending at the pad's contact point."""
+    # the controller configuration of jethexa_soft compiles the pads' functions (once per
+    # machine, cached; soft/compiled.py)
+    out = cli("demo", "--scenario", "jethexa_soft_walk", "--duration", "2", "--out", tmp_path / "run")
+    assert out.returncode == 0, out.stderr[-2000:]
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert not summary["fell"] and summary["fallbacks"] == 0
+    ts = get_typestore(Stores.ROS2_JAZZY)
+    with Reader(tmp_path / "run" / "bag") as reader:
+        def messages(topic):
+            conns = [c for c in reader.connections if c.topic == topic]
+            return [ts.deserialize_cdr(raw, c.msgtype) for c, _, raw in reader.messages(connections=conns)]
+        deformation = messages("/whole_body_controller/soft_deformation")
+        markers = messages("/whole_body_controller/markers")
+    names = coordinate_names(load_robot("jethexa_soft"))
+    assert len(deformation) >= 10 and all(list(m.name) == names for m in deformation)
+    assert np.abs(np.array(deformation[-1].position)).max() > 5e-4
+    bodies = [m for m in markers[-1].markers if m.ns == "soft_bodies"]
+    assert sorted(m.text for m in bodies) == [f"leg{k}_pad" for k in range(1, 7)]
+    for m in bodies:
+        p = np.array([[pt.x, pt.y, pt.z] for pt in m.points])
+        assert len(p) == 7 and 0.028 < np.linalg.norm(p[-1] - p[0]) < 0.032   # the 30 mm pad

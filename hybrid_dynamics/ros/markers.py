@@ -1,5 +1,6 @@
 """The controller's rviz markers: contact forces (arrows), friction cones (line lists), the
-CoM (sphere) and the support polygon of the stance feet."""
+CoM (sphere), the support polygon of the stance feet and, for soft modules, one line strip per
+soft body along its deformed centreline."""
 from __future__ import annotations
 
 from typing import List
@@ -12,10 +13,11 @@ from visualization_msgs.msg import Marker, MarkerArray
 from ..control.locomotion.swing import convex_hull
 
 
-def build_markers(frame: str, stamp, robot, mmap, est, stance, out, data) -> MarkerArray:
+def build_markers(frame: str, stamp, robot, mmap, est, stance, out, data, soft_shapes=None) -> MarkerArray:
     """The markers of one estimate ``est`` (feet, q) of the morphology ``mmap``, with the
     controller output ``out`` (or None), in ``frame`` at ``stamp``; ``data`` is a Pinocchio
-    data of ``mmap.model`` (reused)."""
+    data of ``mmap.model`` (reused); ``soft_shapes``: soft body name -> world points (k, 3)
+    (soft.leaves.SoftLeaves.shapes)."""
     forces = out.contact_forces if out is not None else {}
     mu = robot.friction
     markers: List[Marker] = []
@@ -64,4 +66,9 @@ def build_markers(frame: str, stamp, robot, mmap, est, stance, out, data) -> Mar
     if poly.points:
         poly.points.append(poly.points[0])
     markers.append(poly)
+    for k, (name, points) in enumerate(sorted((soft_shapes or {}).items())):
+        body = marker("soft_bodies", k, Marker.LINE_STRIP, (0.2, 0.6, 0.9, 1.0), (0.012, 0, 0))
+        body.text = name
+        body.points = [Point(x=float(x), y=float(y), z=float(z)) for x, y, z in points]
+        markers.append(body)
     return MarkerArray(markers=markers)

@@ -199,6 +199,8 @@ class GraphRun:
                                                         context=graph.context, **quiet,
                                                         parameter_overrides=[Parameter("use_sim_time", value=True)]))
             topics = list(GRAPH_TOPICS) + list(SIM_TOPICS)
+            if self.robot.soft_modules:
+                topics.append("/whole_body_controller/soft_deformation")
             try:
                 import tf2_msgs.msg  # noqa: F401  # optional: tf2_msgs is not in every ROS install
                 topics.append("/tf")

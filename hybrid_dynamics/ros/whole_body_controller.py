@@ -11,6 +11,7 @@ topic                                     type                            QoS
 /effort_controller/commands (out)         std_msgs/Float64MultiArray      reliable, depth 1
 whole_body_controller/actuator_forces     std_msgs/Float64MultiArray      reliable, depth 1
 whole_body_controller/markers             visualization_msgs/MarkerArray  reliable, depth 1
+whole_body_controller/soft_deformation    sensor_msgs/JointState          reliable (soft feet only)
 state_estimator/joint_states_full         sensor_msgs/JointState          reliable, depth 10
 state_estimator/odometry                  nav_msgs/Odometry               reliable, depth 10
 /diagnostics                              diagnostic_msgs/DiagnosticArray reliable, depth 10
@@ -41,6 +42,7 @@ from visualization_msgs.msg import MarkerArray
 from ..errors import InputError
 from ..model.morphology import Morphology
 from ..runtime.pipeline import Pipeline
+from ..soft.coordinates import coordinate_names
 from . import params as P
 from .latency import LoopStatistics
 from .markers import build_markers
@@ -87,6 +89,11 @@ class WholeBodyControllerNode(BaseNode):
         if self.robot.loops is not None:
             self.force_pub = self.create_publisher(Float64MultiArray, self.p["actuator_forces_topic"], COMMAND_QOS)
         self.marker_pub = self.create_publisher(MarkerArray, "~/markers", COMMAND_QOS)
+        self.leaves = self.control.controller.leaves          # soft feet, or None
+        if self.leaves is not None:
+            self.deformation_pub = self.create_publisher(JointState, "~/soft_deformation", STATE_QOS)
+            self.deformation_msg = JointState(name=coordinate_names(self.robot))
+            self.soft_data = self.robot.model.createData()
         self.marker_data = self.robot.model.createData()
         self.rate = float(self.p["update_rate"])
         self.period = 1.0 / self.rate
@@ -235,11 +242,21 @@ class WholeBodyControllerNode(BaseNode):
 
     def _on_markers(self) -> None:
         est = self.state.last
-        if est is None or self.safe_mode is not None or not self.marker_pub.get_subscription_count():
+        if est is None or self.safe_mode is not None:
+            return
+        shapes = None
+        if self.leaves is not None and est.q_soft is not None:
+            msg = self.deformation_msg
+            msg.header.stamp = self.get_clock().now().to_msg()
+            msg.position, msg.velocity = est.q_soft.tolist(), est.v_soft.tolist()
+            self.deformation_pub.publish(msg)
+            if self.marker_pub.get_subscription_count():
+                shapes = self.leaves.shapes(np.concatenate([est.q, est.q_soft]), self.soft_data)
+        if not self.marker_pub.get_subscription_count():
             return                  # ~40 Python messages: built only for rviz or a bag
         self.marker_pub.publish(build_markers(
             self.p["odom_frame"], self.get_clock().now().to_msg(), self.robot, self.control.map, est,
-            self.state.stance, self.control.last_output, self.marker_data))
+            self.state.stance, self.control.last_output, self.marker_data, shapes))
 
 
 def main(args=None) -> int:

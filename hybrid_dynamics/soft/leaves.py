@@ -57,6 +57,8 @@ class _LeafTree:
         self._point = None if contact is None else self._point_function(tree.modules[contact[0]], contact[1])
         self.ns = tree.nv - 6
         self.compiled = False
+        self.shapes = {i: self._shape_function(tree.modules[i]) for i in range(1, len(tree.modules))
+                       if tree.modules[i].parent == "root"}
 
     @staticmethod
     def _point_function(module: Module, x: np.ndarray) -> ca.Function:
@@ -68,6 +70,17 @@ class _LeafTree:
         r = tJ + RJ @ module.body.map_points(np.array([x]), qB)[0]         # [Pustina 2024, Eq. (2)]
         Jr = ca.jacobian(r, qm)
         return ca.Function("leaf_point", [qm, vm], [r, Jr, ca.jtimes(Jr @ vm, qm, vm)])
+
+    @staticmethod
+    def _shape_function(module: Module) -> ca.Function:
+        """q_m -> the body's centreline (rods: 7 points x3 = 0..L) or its joint-frame origin,
+        3 x k in the root frame: what rviz draws of the module."""
+        qm = ca.SX.sym("q", module.nq)
+        length = getattr(module.body, "length", 0.0)
+        xs = np.array([[0.0, 0.0, s] for s in np.linspace(0.0, length, 7 if length else 1)])
+        RJ, tJ = module.joint.transform(qm[:module.joint.nq])
+        points = module.body.map_points(xs, qm[module.joint.nq:])
+        return ca.Function("leaf_shape", [qm], [ca.horzcat(*[tJ + RJ @ p for p in points])])
 
     def compile(self, machine_code: bool = False) -> None:
         """Map the functions over this tree's roots (after every root is registered), as
@@ -131,6 +144,7 @@ class SoftLeaves:
                 self.slices[s.name] = slice(k + sl.start - 6, k + sl.stop - 6)
             k += t.ns
         self.names = list(self.slices)
+        self.module_names = [[s.name for s in group] for group in groups]
         self.contact_modules = [s for group in groups for s in group if s.has_contact]
         self.contact_roots = [s.root for s in self.contact_modules]
         self._mass = sum(float(m.body.weights.sum()) for t in self.leaf_tree for m in t.tree.modules)
@@ -270,6 +284,21 @@ class SoftLeaves:
         order = [rows[g] for g in sorted(rows)]
         return (np.array([o[0] for o in order]), np.vstack([o[1] for o in order]),
                 np.concatenate([o[2] for o in order]))
+
+    def shapes(self, q: np.ndarray, data: pin.Data) -> Dict[str, np.ndarray]:
+        """World points (k, 3) of each module hung directly from a frame (rods: the deformed
+        centreline), at ``q = (q_r, q_s)``; ``data`` (of ``self.model``) gets the kinematics."""
+        pin.framesForwardKinematics(self.model, data, q[:self.nq_r])
+        q_s = q[self.nq_r:]
+        out: Dict[str, np.ndarray] = {}
+        for t, g in zip(self.leaf_tree, range(len(self.roots))):
+            oMf = data.oMf[self.root_ids[g]]
+            for i, fn in t.shapes.items():
+                sl = slice(self.group_slices[g].start + t.tree.qslice[i].start - 7,
+                           self.group_slices[g].start + t.tree.qslice[i].stop - 7)
+                local = np.array(fn(q_s[sl]))
+                out[self.module_names[g][i - 1]] = (oMf.rotation @ local).T + oMf.translation
+        return out
 
     def deformation(self, q: np.ndarray) -> Dict[str, np.ndarray]:
         """Each soft module's own coordinates."""
