@@ -35,10 +35,12 @@ class Stream:
         self.build = Builder(robot)
         self.t = 1.0
 
-    def pair(self):
+    def pair(self, accepted: bool = True):
+        """A valid IMU + joint-state pair, asserted accepted unless ``accepted`` is False."""
         self.t += DT
-        assert self.loop.feed("imu", self.build.imu(self.t), self.t) is None
-        assert self.loop.feed("joint_states", self.build.joint_state(self.t), self.t) is None
+        outs = [self.loop.feed("imu", self.build.imu(self.t), self.t),
+                self.loop.feed("joint_states", self.build.joint_state(self.t), self.t)]
+        assert not accepted or outs == [None, None], outs
         return self.loop.kinds[-1]
 
     def send(self, spec: Spec):
@@ -53,9 +55,11 @@ class Stream:
         return out
 
     def cycles_to_recover(self) -> int:
-        """Valid pairs until a QP command (not safe mode, not the fallback)."""
+        """Valid pairs until a QP command (not safe mode, not the fallback). The first ones
+        may be refused as out of order: a faulty stamp up to ``stamp_lead`` ahead is accepted
+        and the honest stream re-anchors after ``reanchor_after`` stamps (StampGate)."""
         for k in range(1, RECOVERY_CYCLES + 1):
-            if self.pair() == "qp":
+            if self.pair(accepted=False) == "qp":
                 return k
         return RECOVERY_CYCLES + 1
 

@@ -18,6 +18,17 @@ def test_joint_state_sample_is_accepted_by_name_with_its_stamp():
     assert isinstance(bad, Rejected) and bad.kind == "non_finite"
 
 
+def test_efforts_are_unknown_once_a_message_comes_without_them():
+    """A message without efforts makes its joints' efforts unknown (the others keep theirs):
+    an older message's efforts must not stand for the present (force-based contact detection
+    read stale zeros as "no foot on the ground" in the graph flood)."""
+    buf = JointStateBuffer(["a", "b", "c"])
+    assert buf.add(joint_state_sample(1.0, ["a", "b", "c"], [0.1, 0.2, 0.3], [0.0] * 3, [5.0, 6.0, 7.0])) is None
+    assert buf.has_effort.all()
+    assert buf.add(joint_state_sample(1.001, ["a", "c"], [0.1, 0.3], [0.0, 0.0])) is None
+    assert list(buf.has_effort) == [False, True, False] and buf.tau[1] == 6.0
+
+
 def test_imu_sample_round_trips_through_the_parser():
     rng = np.random.default_rng(3)
     q = rng.normal(size=4)

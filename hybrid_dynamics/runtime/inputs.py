@@ -13,7 +13,10 @@ JointState (``/joint_states``)
   - every value is plausible (:mod:`hybrid_dynamics.estimation.plausibility`: position
     within the URDF limits plus a margin, velocity and effort within a factor of theirs);
   - a message whose stamp is older than the last accepted one is dropped (out of order), one
-    far ahead of it is rejected (``StampGate``).
+    far ahead of it is rejected (``StampGate``);
+  - efforts hold only while they keep coming: the joints of a message without ``effort``
+    have no effort (``JointStateBuffer.has_effort``), so contact detection by force never
+    reads an older message's efforts.
 
 Imu (``/imu_sensor_broadcaster/imu``)
   - the quaternion is finite and of unit norm within ``QUAT_TOLERANCE`` (a zero or
@@ -214,9 +217,12 @@ class JointStateBuffer:
         self.q[dst] = sample.position
         if sample.velocity is not None:
             self.v[dst] = sample.velocity
+        # efforts are measurements of now or nothing: a message without them makes those
+        # joints' efforts unknown (an older message's efforts, held, drove the force-based
+        # contact detection on stale zeros: no foot in contact, the base filter diverged)
         if sample.effort is not None:
             self.tau[dst] = sample.effort
-            self.has_effort[dst] = True
+        self.has_effort[dst] = sample.effort is not None
         self.seen[dst] = True
         if now is not None:
             self.seen_time[dst] = now
