@@ -239,7 +239,7 @@ class LibraryLoop:
         st_ = self.state
         if topic == "joint_states":
             out = self.pipeline.add_joint_state(msg, now)
-            due = out is None and st_.lockstep_after_joint_state()
+            due = st_.lockstep_after_joint_state(rejected=out is not None)
         else:
             out = self.pipeline.add_imu(msg, now)
             due = st_.lockstep_after_imu(rejected=out is not None)

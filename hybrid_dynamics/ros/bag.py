@@ -160,9 +160,8 @@ def replay_bag(path: Union[str, Path], robot=None, params: Optional[Mapping] = N
             topic = conn.topic
             if topic in ("/imu_sensor_broadcaster/imu", "/joint_states"):
                 if topic == "/joint_states":
-                    if pipe.add_joint_state(deserialize_message(raw, JointState), t * 1e-9) is not None:
-                        continue
-                    if not state.lockstep_after_joint_state():
+                    rejected = pipe.add_joint_state(deserialize_message(raw, JointState), t * 1e-9) is not None
+                    if not state.lockstep_after_joint_state(rejected):
                         continue
                 else:
                     rejected = pipe.add_imu(deserialize_message(raw, Imu), t * 1e-9) is not None

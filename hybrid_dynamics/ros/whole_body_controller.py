@@ -140,10 +140,9 @@ class WholeBodyControllerNode(BaseNode):
                 self._js_new = True
         if out is not None:
             self.fault(out.kind, "joint state " + out.detail, out.field)
-            return
-        if self.state.buffer.unknown:
+        elif self.state.buffer.unknown:
             self.fault("unknown_joints", "ignoring " + ", ".join(self.state.buffer.unknown[:4]))
-        if self.lockstep and self.state.lockstep_after_joint_state():
+        if self.lockstep and self.state.lockstep_after_joint_state(rejected=out is not None):
             self._cycle()
 
     # ---------------------------------------------------------------- the cycle

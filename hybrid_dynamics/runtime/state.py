@@ -123,8 +123,13 @@ class StateCore:
     # run this same rule, so a run replays to identical commands.
     pending: Optional[float] = None
 
-    def lockstep_after_joint_state(self) -> bool:
-        """Call after an accepted joint state: True if its cycle can run now."""
+    def lockstep_after_joint_state(self, rejected: bool = False) -> bool:
+        """Call after a joint-state message: True if a cycle can run now. A rejected message
+        runs one too, on the last accepted samples (the source waits for a command; without
+        one a lock-step plant stalls until its timeout), unless an accepted one still waits
+        for its IMU sample."""
+        if rejected:
+            return self.pending is None
         t = self.buffer.stamp
         ref = self.imu_stamp if self.imu is not None else self.first_js_stamp
         if self.imu_stamp >= t or t - ref > self.stale_timeout:
