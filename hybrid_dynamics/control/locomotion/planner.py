@@ -406,105 +406,123 @@ class LocomotionPlanner:
         self.cmd = np.array([v[0], v[1], float(np.clip(wz, -cfg.max_yaw_rate, cfg.max_yaw_rate))])
 
     def update(self, t: float) -> LocomotionReference:
+        """The references at ``t``: the body (ramped command, static-gait body offset or
+        planned CoM path), then every surviving foot (held, landing, stance or swing)."""
         if self.t is None:
             raise RuntimeError("LocomotionPlanner.reset(t, q) must be called first")
-        dt = max(float(t) - self.t, 0.0)
-        pattern, sched = self.pattern, self.scheduler
-        standing = pattern.swing_fraction <= 0.0 or t < sched.t0
+        standing, cmd = self._advance(float(t))
+        if self.pattern.static and not standing and self.pattern.swing_fraction > 0.0:
+            self._plan_slot(t)
+        base, quat, v_lin, a_lin, com = self._body_reference(t, standing, cmd)
+        R = _yaw_rot(self.N[2])
+        kept = None if self.morphology_map is None else {c.frame for c in self.morphology_map.contacts}
+        feet: Dict[str, FootReference] = {}
+        for frame, nominal in self.nominal.items():
+            if kept is None or frame in kept:
+                feet[frame] = self._foot_reference(frame, nominal, t, base, R, v_lin, a_lin)
+        moving = 0.0 if standing else 1.0
+        return LocomotionReference(float(t), base, quat, v_lin, np.array([0.0, 0.0, moving * cmd[2]]), a_lin,
+                                   com, feet, self.pattern.name, list(self.walking))
+
+    def _advance(self, t: float):
+        """Ramp the velocity command and integrate the nominal body pose ``N`` to ``t``;
+        returns (standing, effective command)."""
+        dt = max(t - self.t, 0.0)
+        standing = self.pattern.swing_fraction <= 0.0 or t < self.scheduler.t0
         if not standing:
             step = self.config.max_accel * dt
             self.cmd_ramped += np.clip(self.cmd - self.cmd_ramped, -step, step)
         cmd = self._effective_cmd()
         if not standing:
-            yaw = self.N[2]
-            v_world = _yaw_rot(yaw)[:2, :2] @ cmd[:2]
+            v_world = _yaw_rot(self.N[2])[:2, :2] @ cmd[:2]
             self.N = self.N + np.array([v_world[0], v_world[1], cmd[2]]) * dt
-        self.t = float(t)
-        # body offset for static gaits: a new target at the start of every slot
-        if pattern.static and not standing and pattern.swing_fraction > 0.0:
-            k, start, end = sched.slot(t)
-            if self._slot_seen != (k, start):
-                self._slot_seen = (k, start)
-                if self.body_plan is not None:      # continue the current path exactly (C1)
-                    p0, v0, _ = self.body_plan.sample(t)
-                else:
-                    p0 = self.N[:2] + self.offset + _yaw_rot(self.N[2])[:2, :2] @ self.com_offset
-                    v0 = self.last_com_v
-                self.body_plan = self._plan_body(t, p0, v0)
-                if self.body_plan is not None:
-                    self.plans.append(self.body_plan)
-                else:
-                    swing_start = start + pattern.shift_fraction * (end - start)
-                    self._plan_offset(start, swing_start, exclude=pattern.legs[k], swing_end=end)
-        planned = self.body_plan is not None and pattern.static and pattern.swing_fraction > 0.0
+        self.t = t
+        return standing, cmd
+
+    def _plan_slot(self, t: float) -> None:
+        """Static gaits: a new body target at the start of every slot, a CoM path that
+        continues the current one exactly (C1), or else a min-jerk body offset."""
+        pattern = self.pattern
+        k, start, end = self.scheduler.slot(t)
+        if self._slot_seen == (k, start):
+            return
+        self._slot_seen = (k, start)
+        if self.body_plan is not None:
+            p0, v0, _ = self.body_plan.sample(t)
+        else:
+            p0 = self.N[:2] + self.offset + _yaw_rot(self.N[2])[:2, :2] @ self.com_offset
+            v0 = self.last_com_v
+        self.body_plan = self._plan_body(t, p0, v0)
+        if self.body_plan is not None:
+            self.plans.append(self.body_plan)
+        else:
+            swing_start = start + pattern.shift_fraction * (end - start)
+            self._plan_offset(start, swing_start, exclude=pattern.legs[k], swing_end=end)
+
+    def _body_reference(self, t: float, standing: bool, cmd: np.ndarray):
+        """Base position, orientation (xyzw), linear velocity and acceleration, and CoM at
+        ``t``: the nominal pose plus the body offset (min-jerk window) or the planned path."""
+        planned = self.body_plan is not None and self.pattern.static and self.pattern.swing_fraction > 0.0
+        R = _yaw_rot(self.N[2])
         if planned:
             com_xy, com_v, com_a = self.body_plan.sample(t)
-            self.offset = com_xy - _yaw_rot(self.N[2])[:2, :2] @ self.com_offset - self.N[:2]
+            self.offset = com_xy - R[:2, :2] @ self.com_offset - self.N[:2]
         t0, t1 = self.offset_window
         u = (t - t0) / (t1 - t0) if t1 > t0 else 1.0
         b, db, ddb = min_jerk(u)
         span = self.offset_to - self.offset_from
         if not planned:
             self.offset = self.offset_from + b * span
-        d_offset = db * span / (t1 - t0) if t1 > t0 and 0 <= u <= 1 else np.zeros(2)
-        dd_offset = ddb * span / (t1 - t0) ** 2 if t1 > t0 and 0 <= u <= 1 else np.zeros(2)
-
-        yaw = self.N[2]
-        R = _yaw_rot(yaw)
+        inside = t1 > t0 and 0 <= u <= 1
+        d_offset = db * span / (t1 - t0) if inside else np.zeros(2)
+        dd_offset = ddb * span / (t1 - t0) ** 2 if inside else np.zeros(2)
         moving = 0.0 if standing else 1.0
         base = np.array([self.N[0] + self.offset[0], self.N[1] + self.offset[1], self.height])
-        v_lin = np.zeros(3)
-        v_lin[:2] = moving * (R[:2, :2] @ cmd[:2]) + d_offset
-        a_lin = np.zeros(3)
-        a_lin[:2] = dd_offset
+        v_lin, a_lin = np.zeros(3), np.zeros(3)
         if planned:
             v_lin[:2], a_lin[:2] = com_v, com_a
+        else:
+            v_lin[:2] = moving * (R[:2, :2] @ cmd[:2]) + d_offset
+            a_lin[:2] = dd_offset
         self.last_com_v = v_lin[:2].copy()
-        quat = pin.Quaternion(R).coeffs().copy()
         com = base.copy()
-        com[:2] = self._com_xy(base[:2], yaw)
+        com[:2] = self._com_xy(base[:2], self.N[2])
         com[2] = self.height + self.com_dz
+        return base, pin.Quaternion(R).coeffs().copy(), v_lin, a_lin, com
 
-        feet: Dict[str, FootReference] = {}
-        zero = np.zeros(3)
-        for frame, nominal in self.nominal.items():
-            leg = self.leg_of[frame]
-            if self.morphology_map is not None and frame not in {c.frame for c in self.morphology_map.contacts}:
-                continue
-            if leg not in self.walking:       # held up, tucked towards the hip
-                rel = self.held.get(frame)
-                if rel is None:
-                    rel = np.array([0.85 * nominal[0], 0.85 * nominal[1], nominal[2] + self.config.tuck])
-                p = base + R @ rel
-                self.feet_pos[frame] = p
-                # it moves with the body: the body's acceleration too (a held foot with a zero
-                # acceleration feed-forward holds the body back while it shifts)
-                feet[frame] = FootReference(p, v_lin.copy(), a_lin.copy(), False)
-                continue
-            if frame in self.landing:
-                p0, p1, ta, tb = self.landing[frame]
-                if t < tb:
-                    bb, dbb, ddbb = min_jerk((t - ta) / (tb - ta))
-                    pos = p0 + bb * (p1 - p0)
-                    self.feet_pos[frame] = pos
-                    feet[frame] = FootReference(pos, dbb * (p1 - p0) / (tb - ta),
-                                                ddbb * (p1 - p0) / (tb - ta) ** 2, False)
-                    continue
-                self.feet_pos[frame] = p1.copy()
-                del self.landing[frame]
-            phase = sched.phase(t, leg)
-            if phase.stance:
-                if self.lift_from.pop(frame, None) is not None:
-                    self.feet_pos[frame] = self.touchdown.pop(frame)     # landed exactly there
-                feet[frame] = FootReference(self.feet_pos[frame].copy(), zero.copy(), zero.copy(), True)
-                continue
-            if frame not in self.lift_from:
-                self.lift_from[frame] = self.feet_pos[frame].copy()
-            p0 = self.lift_from[frame]
-            p1 = self._foothold(frame, phase.end)
-            self.touchdown[frame] = p1
-            pos, vel, acc = swing_point(p0, p1, phase.progress, pattern.swing_time, self.config.step_height)
-            self.feet_pos[frame] = pos
-            feet[frame] = FootReference(pos, vel, acc, False)
-        return LocomotionReference(float(t), base, quat, v_lin, np.array([0.0, 0.0, moving * cmd[2]]), a_lin,
-                                   com, feet, pattern.name, list(self.walking))
+    def _foot_reference(self, frame: str, nominal: np.ndarray, t: float, base: np.ndarray, R: np.ndarray,
+                        v_lin: np.ndarray, a_lin: np.ndarray) -> FootReference:
+        """One foot at ``t``: held up with the body (a leg out of the gait), landing, in
+        stance where it touched down, or on its swing arc towards the next foothold."""
+        leg = self.leg_of[frame]
+        if leg not in self.walking:       # held up, tucked towards the hip
+            rel = self.held.get(frame)
+            if rel is None:
+                rel = np.array([0.85 * nominal[0], 0.85 * nominal[1], nominal[2] + self.config.tuck])
+            p = base + R @ rel
+            self.feet_pos[frame] = p
+            # it moves with the body: the body's acceleration too (a held foot with a zero
+            # acceleration feed-forward holds the body back while it shifts)
+            return FootReference(p, v_lin.copy(), a_lin.copy(), False)
+        if frame in self.landing:
+            p0, p1, ta, tb = self.landing[frame]
+            if t < tb:
+                bb, dbb, ddbb = min_jerk((t - ta) / (tb - ta))
+                pos = p0 + bb * (p1 - p0)
+                self.feet_pos[frame] = pos
+                return FootReference(pos, dbb * (p1 - p0) / (tb - ta), ddbb * (p1 - p0) / (tb - ta) ** 2, False)
+            self.feet_pos[frame] = p1.copy()
+            del self.landing[frame]
+        phase = self.scheduler.phase(t, leg)
+        if phase.stance:
+            if self.lift_from.pop(frame, None) is not None:
+                self.feet_pos[frame] = self.touchdown.pop(frame)     # landed exactly there
+            return FootReference(self.feet_pos[frame].copy(), np.zeros(3), np.zeros(3), True)
+        if frame not in self.lift_from:
+            self.lift_from[frame] = self.feet_pos[frame].copy()
+        p1 = self._foothold(frame, phase.end)
+        self.touchdown[frame] = p1
+        pos, vel, acc = swing_point(self.lift_from[frame], p1, phase.progress, self.pattern.swing_time,
+                                    self.config.step_height)
+        self.feet_pos[frame] = pos
+        return FootReference(pos, vel, acc, False)
