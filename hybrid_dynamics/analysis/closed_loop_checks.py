@@ -96,7 +96,8 @@ def run_checks(robot, seed: int = 0) -> Dict[str, object]:
     vf, _ = kin.complete(q0, rng.normal(size=kin.n_act))
     a_a = rng.normal(size=kin.n_act)
     tau, af = kin.inverse_dynamics(q0, vf, a_a)
-    rnea = pin.rnea(kin.model, kin.model.createData(), q0, vf, af)
+    # the passive joints' springs (docs/loops.md) act as known forces: tau' = rnea - tau_s
+    rnea = pin.rnea(kin.model, kin.model.createData(), q0, vf, af) - kin.spring_forces(q0, vf)
     if kin.m:
         stf = kin.compute(q0, vf)
         lam = np.linalg.lstsq(stf.J[:, kin.iu].T, rnea[kin.iu], rcond=None)[0]
