@@ -23,6 +23,7 @@ import pytest
 from hybrid_dynamics.analysis.closed_loop_checks import sinusoid
 from hybrid_dynamics.control import References, WholeBodyController
 from hybrid_dynamics.control.references import OrientationTarget, Target
+from hybrid_dynamics.dynamics.closed_chain import ClosedChainInverseDynamics
 from hybrid_dynamics.errors import DescriptionWarning
 from hybrid_dynamics.model.robot import Contact, load_robot
 from loop_reference import constraint_dynamics
@@ -183,3 +184,25 @@ def test_fixed_base_joint_tracking_simulated_by_constraint_dynamics(name):
     assert moved > 0.3 * amplitude > 0, (name, moved, amplitude)
     assert worst_law < 1e-5, (name, worst_law)           # regularisation 1e-6 vs posture weight 1
     assert worst_track < 0.15 * amplitude, (name, worst_track, amplitude)
+
+
+@pytest.mark.parametrize("form", ["projected", "three-step"])
+def test_floating_constrained_id_counts_cassies_springs(form):
+    """ClosedChainInverseDynamics (the floating-base ID with contacts, both forms) on
+    Menagerie's Cassie standing: the free motions with inertia (springs, rod spins) keep their
+    own dynamics, so its actuator forces and contact forces, with the springs' forces, applied
+    in constraintDynamics give its accelerations, and its feet stay at rest."""
+    robot = _cassie_mjcf()
+    cid = ClosedChainInverseDynamics(robot, force_limits=False)
+    kin = cid.kin
+    q = robot.q_stand
+    v = np.zeros(robot.nv)
+    res = cid.solve(q, v, form=form)
+    assert res.status == "solved" and res.forces.reshape(-1, 3)[:, 2].sum() > 1.0
+    assert np.abs(kin.spring_forces(q, v)).max() > 1.0                  # the springs are loaded
+    forces = {c.frame: res.forces.reshape(-1, 3)[[i]] for i, c in enumerate(robot.contacts)}
+    ddq, _ = _pinocchio_motion(robot, kin, q, v, res.tau, forces)
+    scale = max(1.0, np.abs(res.dv).max())
+    assert np.abs(ddq[:6] - res.dv[:6]).max() < 1e-8 * scale and np.abs(ddq[kin.ia] - res.dv[kin.ia]).max() < 1e-8 * scale
+    _, foot_acc = _loop_and_contact_accelerations(robot, q, v, ddq, [c.frame for c in robot.contacts])
+    assert np.abs(foot_acc).max() < 1e-8 * scale

@@ -243,6 +243,10 @@ def _refine_active_set(P, c, A, l, u, x, y, tol: float = 1e-7):
 class ClosedChainInverseDynamics:
     """Floating-base constrained inverse dynamics with contacts ([Mingo Hoffman 2024, Sec. III-B, Eqs. (25)-(29), Appendix B]).
 
+    Free internal motions with inertia (N, :meth:`LoopClosureKinematics.inertial_free_motions`)
+    add the equalities N^T (M nu_dot + h - J_c^T F) = 0 (no actuator and no loop force acts
+    along them), and the projected form's variables their accelerations.
+
     QP over (nu_dot, F) (three-step form) or (nu_dot_m, F) (projected form):
         min ||nu_dot_base - a_base_ref||^2 + eps ||nu_dot||^2 + gamma ||F||^2
         s.t. base rows of the dynamics, contact accelerations zero, loop accelerations zero
@@ -273,7 +277,7 @@ class ClosedChainInverseDynamics:
         m, d = self.model, self.data
         M = pin.crba(m, d, q)
         M = np.triu(M) + np.triu(M, 1).T
-        h = pin.nonLinearEffects(m, d, q, v)
+        h = pin.nonLinearEffects(m, d, q, v) - self.kin.spring_forces(q, v)
         pin.forwardKinematics(m, d, q, v, np.zeros(m.nv))
         pin.computeJointJacobians(m, d, q)
         pin.updateFramePlacements(m, d)
@@ -295,11 +299,15 @@ class ClosedChainInverseDynamics:
         M, h, Jc, dJc, st, G_f, drift = self.terms(q, v, contacts)
         nv, nb, na, nc = kin.nv, kin.nb, kin.n_act, Jc.shape[0]
         a_ref = np.zeros(6) if a_base_ref is None else np.asarray(a_base_ref, float)
+        # free internal motions with inertia (Cassie's springs): their accelerations follow from
+        # the dynamics, N^T (M nu_dot + h - J_c^T F) = 0 (no actuator, no loop force: J_l N = 0)
+        Nf = np.zeros((nv, kin.n_inertial))
+        Nf[kin.iu] = kin.inertial_free_motions(M)
         # nu_dot = Z x + z0 with x the QP's acceleration variables
         if form == "three-step":
             Z, z0 = np.eye(nv), np.zeros(nv)
         elif form == "projected":
-            Z, z0 = G_f, drift
+            Z, z0 = np.hstack([G_f, Nf]), drift
         else:
             raise ValueError(form)
         nx = Z.shape[1]
@@ -320,6 +328,13 @@ class ClosedChainInverseDynamics:
         row[:, nx:] = -Jc[:, :6].T
         eq_A.append(row)
         eq_b.append(-(M[:6] @ z0 + h[:6]))
+        if Nf.shape[1]:                                              # free motions' rows
+            row = np.zeros((Nf.shape[1], n))
+            row[:, :nx] = Nf.T @ M @ Z
+            row[:, nx:] = -(Jc @ Nf).T
+            scale = 1.0 / np.maximum(np.abs(row).max(axis=1), 1e-300)  # a rod's spin: rows of 1e-6
+            eq_A.append(row * scale[:, None])
+            eq_b.append(-(Nf.T @ (M @ z0 + h)) * scale)
         if nc:                                                       # contacts (25b)
             row = np.zeros((nc, n))
             row[:, :nx] = Jc @ Z

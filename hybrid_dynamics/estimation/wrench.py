@@ -72,7 +72,7 @@ class WrenchEstimator:
         """Contact forces from actuator forces ``tau`` (or motor torques) at a static pose ``q``."""
         kin, m, d = self.kin, self.model, self.data
         tau = kin.actuator_force(np.asarray(tau, float)) if motor_torque else np.asarray(tau, float)
-        g = pin.computeGeneralizedGravity(m, d, q)
+        g = pin.computeGeneralizedGravity(m, d, q) - kin.spring_forces(q, np.zeros(m.nv))   # springs: docs/loops.md
         pin.forwardKinematics(m, d, q, np.zeros(m.nv), np.zeros(m.nv))
         pin.computeJointJacobians(m, d, q)
         pin.updateFramePlacements(m, d)
