@@ -36,6 +36,7 @@ from hybrid_dynamics.soft.joints import FreeFlyerJoint
 from hybrid_dynamics.soft.compiled import compiled
 from hybrid_dynamics.soft.module import Module
 from hybrid_dynamics.soft.spec import build_module
+from hybrid_dynamics.soft.symbolic import skew
 from hybrid_dynamics.soft.tree import SoftTree
 
 LOCAL = pin.ReferenceFrame.LOCAL
@@ -62,14 +63,21 @@ class _LeafTree:
 
     @staticmethod
     def _point_function(module: Module, x: np.ndarray) -> ca.Function:
-        """(q_m, v_m) -> the material point x in the root frame, its Jacobian in the module's
-        coordinates and ``Jdot v`` (the module hangs from the root: joint then body map)."""
+        """(q_m, v_m, R, V_F, A_b) -> the material point x of the module hung from the root
+        frame F (joint then body map, [Pustina 2024, Eq. (2)]) in world axes: its offset R r
+        from F, the 3 x 6 map X of F's LOCAL twist to its velocity, R J_r (its deformation
+        columns) and ``Jdot v`` (contact_points' docstring)."""
         qm, vm = ca.SX.sym("q", module.nq), ca.SX.sym("v", module.nv)
+        R, V, A = ca.SX.sym("R", 3, 3), ca.SX.sym("V", 6), ca.SX.sym("A", 6)
         qJ, qB = qm[:module.joint.nq], qm[module.joint.nq:]
         RJ, tJ = module.joint.transform(qJ)
-        r = tJ + RJ @ module.body.map_points(np.array([x]), qB)[0]         # [Pustina 2024, Eq. (2)]
+        r = tJ + RJ @ module.body.map_points(np.array([x]), qB)[0]
         Jr = ca.jacobian(r, qm)
-        return ca.Function("leaf_point", [qm, vm], [r, Jr, ca.jtimes(Jr @ vm, qm, vm)])
+        rd, w = Jr @ vm, V[3:]
+        bias = R @ (A[:3] + ca.cross(w, V[:3]) + ca.cross(A[3:], r) + ca.cross(w, ca.cross(w, r))
+                    + 2 * ca.cross(w, rd) + ca.jtimes(rd, qm, vm))
+        return ca.Function("leaf_point", [qm, vm, R, V, A],
+                           [R @ r, R @ ca.horzcat(ca.SX.eye(3), -skew(r)), R @ Jr, bias])
 
     @staticmethod
     def _shape_function(module: Module) -> ca.Function:
@@ -258,23 +266,14 @@ class SoftLeaves:
             vs = slice(t.tree.vslice[i].start - 6, t.tree.vslice[i].stop - 6)
             Qm = np.column_stack([self._q_s[self.group_slices[g]][qs] for g in t.roots])
             Vm = np.column_stack([self._v_s[self.group_slices[g]][vs] for g in t.roots])
-            Rs, Js, Bs = (np.array(x) for x in t.point_fn(Qm, Vm))
-            nm, k = Vm.shape[0], len(t.roots)
-            Jr = Js.reshape(3, k, nm).transpose(1, 0, 2)                 # (k, 3, nm)
-            r, b = Rs.T, Bs.T                                              # (k, 3)
-            rd = np.einsum("kij,jk->ki", Jr, Vm)
+            k, nm = len(t.roots), Vm.shape[0]
             G6 = np.array([np.arange(6 * g, 6 * g + 6) for g in t.roots])
-            JF, V, A = self.J[G6], self.V[G6], self.A_b[G6]               # (k, 6, nv_r), (k, 6)
-            R = np.array([self.data.oMf[self.root_ids[g]].rotation for g in t.roots])
-            p0 = np.array([self.data.oMf[self.root_ids[g]].translation for g in t.roots])
-            w = V[:, 3:]
-            lin = JF[:, :3] - np.cross(r[:, :, None], JF[:, 3:], axisa=1, axisb=1, axisc=1)
-            acc = A[:, :3] + np.cross(w, V[:, :3]) + np.cross(A[:, 3:], r) \
-                + np.cross(w, np.cross(w, r)) + 2 * np.cross(w, rd) + b
-            Jrig = np.einsum("kij,kjn->kin", R, lin)
-            Jsoft = np.einsum("kij,kjn->kin", R, Jr)
-            bias = np.einsum("kij,kj->ki", R, acc)
-            pos = p0 + np.einsum("kij,kj->ki", R, r)
+            Rf = np.hstack([self.data.oMf[self.root_ids[g]].rotation for g in t.roots])
+            off, X, Js, bias = (np.array(x) for x in t.point_fn(Qm, Vm, Rf, self.V[G6].T, self.A_b[G6].T))
+            Jrig = np.einsum("kij,kjn->kin", X.reshape(3, k, 6).transpose(1, 0, 2), self.J[G6])
+            Jsoft = Js.reshape(3, k, nm).transpose(1, 0, 2)
+            pos = np.array([self.data.oMf[self.root_ids[g]].translation for g in t.roots]) + off.T
+            bias = bias.T
             for c, g in enumerate(t.roots):
                 J = np.zeros((3, self.nv))
                 J[:, :r0] = Jrig[c]
