@@ -206,3 +206,35 @@ def test_controller_iii_acts_on_the_locked_com_frame_angle(revolute):
     _, sim = ex.make_sim(exp, controller="III")
     log = sim.run(x0, np.array(exp.v0), 0.7)
     assert log.count("liftoff") >= 1 and log.balance_residual < 1e-6 and abs(log.work("polar")[-1]) > 1e-4
+
+
+def test_revolute_exp_ii_outcome_depends_on_when_stance_ends():
+    """The polar spring is a torque on the base: kept on while the foot rises its first mm
+    (lift_height 1e-3, the default) it changes the flight's angular momentum and Exp II falls;
+    switched off within 0.1 mm of the floor, Exp II keeps hopping (docs/decoupled.md)."""
+    default = ex.hop_summary(ex.run("revolute_II", duration=3.0))
+    early = ex.hop_summary(ex.run("revolute_II", duration=3.0, lift_height=1e-4))
+    assert default["fallen"] and default["duration"] < 2.0
+    assert not early["fallen"] and early["touchdowns"] >= 5
+
+
+def test_fig_4_7_minimum_moves_with_the_floor_anchor():
+    """A shallow minimum: anchored at the touchdown point the angular momentum at 110 deg is
+    below the one at 102 deg; anchored at x = 0, the one at 94 deg is (the thesis: 102 deg)."""
+    q1 = [math.radians(d) for d in (94, 102, 110)]
+    touchdown = [r["h_angular"] for r in ex.sweep_fig_4_7(q1)]
+    origin = [r["h_angular"] for r in ex.sweep_fig_4_7(q1, floor_anchor="origin")]
+    assert min(touchdown) > 1e-4 and min(origin) > 1e-4                  # something was measured
+    assert touchdown[2] < touchdown[1] < touchdown[0]
+    assert origin[0] < origin[1] < origin[2]
+
+
+def test_bad_phase_and_floor_settings_are_input_errors(revolute):
+    ctrl = HopperController(revolute, Gains.from_dict(dict(controller="I", K_r=2200.0, r_des=0.1411)),
+                            np.array([0.0, 0.3, -2.5174, 1.7802]))
+    with pytest.raises(InputError) as err:
+        HopperSim(revolute, ctrl, floor_anchor="wall")
+    assert err.value.field == "floor_anchor"
+    with pytest.raises(InputError) as err:
+        HopperSim(revolute, ctrl, lift_height=-1e-3)
+    assert err.value.field == "lift_height"

@@ -36,6 +36,11 @@ def add_arguments(parser) -> None:
     parser.add_argument("--no-sweep", action="store_true", help="skip the Fig. 4.7 sweep")
     parser.add_argument("--mujoco-duration", type=float, default=3.0,
                         help="seconds of Exps II (prismatic) and IV (revolute) in the MuJoCo plant (0: skip)")
+    parser.add_argument("--lift-height", type=float, default=ex.LIFT_HEIGHT,
+                        help="m: stance ends when the foot is this far above the floor (default 1e-3; "
+                             "the revolute Exps II-VI depend on it, docs/decoupled.md)")
+    parser.add_argument("--floor-anchor", choices=("touchdown", "origin"), default="touchdown",
+                        help="anchor of the floor's horizontal spring in the Fig. 4.7 sweep (default touchdown)")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
 
 
@@ -120,7 +125,7 @@ def run(args) -> int:
     out.mkdir(parents=True, exist_ok=True)
     summary, sheets = {}, {}
     for name in names:
-        log = ex.run(name, duration=args.duration)
+        log = ex.run(name, duration=args.duration, lift_height=args.lift_height)
         summary[name] = dict(ex.hop_summary(log), reported=ex.EXPERIMENTS[name].reported)
         sheets[name] = ex.energy_balance(log)
         _plot(name, log, out / f"{name}.png")
@@ -130,7 +135,7 @@ def run(args) -> int:
                   f"{' (fell)' if s['fallen'] else ''}, drift {s['drift_velocity']} m/s, balance residual "
                   f"{s['balance_residual']:.2e} J; thesis: {s['reported']}")
     if not args.no_sweep:
-        rows = ex.sweep_fig_4_7([math.radians(d) for d in SWEEP_DEG])
+        rows = ex.sweep_fig_4_7([math.radians(d) for d in SWEEP_DEG], floor_anchor=args.floor_anchor)
         summary["fig_4_7"] = rows
         _plot_sweep(rows, out / "fig_4_7_sweep.png")
         if not args.json:

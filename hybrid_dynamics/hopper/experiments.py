@@ -25,7 +25,7 @@ import numpy as np
 from ..errors import InputError
 from .controller import Gains, HopperController
 from .model import Hopper, wrap
-from .simulate import WORKS, HopperSim, Log
+from .simulate import LIFT_HEIGHT, WORKS, HopperSim, Log
 
 TILT = 1e-9                # prismatic Exp I: a rounding-level initial tilt stands in for the thesis's "simulation noise"
 R_DES_REVOLUTE = 0.1411
@@ -80,20 +80,20 @@ EXPERIMENTS: Dict[str, Experiment] = {e.name: e for e in [
 ]}
 
 
-def make_sim(exp: Experiment, controller: str = None) -> tuple:
+def make_sim(exp: Experiment, controller: str = None, lift_height: float = LIFT_HEIGHT) -> tuple:
     hopper = Hopper.load(exp.hopper)
     gains = dict(exp.gains)
     if controller is not None:
         gains["controller"] = controller
     ctrl = HopperController(hopper, Gains.from_dict(gains, where=exp.name), np.array(exp.x0))
-    return hopper, HopperSim(hopper, ctrl)
+    return hopper, HopperSim(hopper, ctrl, lift_height=lift_height)
 
 
-def run(name: str, duration: float = None, controller: str = None) -> Log:
+def run(name: str, duration: float = None, controller: str = None, lift_height: float = LIFT_HEIGHT) -> Log:
     if name not in EXPERIMENTS:
         raise InputError(f"unknown experiment '{name}': one of {', '.join(EXPERIMENTS)}", field="experiment")
     exp = EXPERIMENTS[name]
-    _, sim = make_sim(exp, controller)
+    _, sim = make_sim(exp, controller, lift_height)
     return sim.run(np.array(exp.x0), np.array(exp.v0), exp.duration if duration is None else duration)
 
 
@@ -147,9 +147,10 @@ def energy_balance(log: Log) -> Dict[str, float]:
     return sheet
 
 
-def sweep_fig_4_7(q1_values: List[float], height: float = 0.3) -> List[dict]:
+def sweep_fig_4_7(q1_values: List[float], height: float = 0.3, floor_anchor: str = "touchdown") -> List[dict]:
     """Angular momentum about the CoM at the first lift-off against the knee angle [Feurstein
-    2021, Fig. 4.7]: base at ``height``, alpha(0) = 0, Controller I with r_des = r_cf(0)."""
+    2021, Fig. 4.7]: base at ``height``, alpha(0) = 0, Controller I with r_des = r_cf(0), the
+    floor's horizontal spring anchored at the touchdown point or at x = 0 (``floor_anchor``)."""
     hopper = Hopper.load("revolute")
     out = []
     for q1 in q1_values:
@@ -157,7 +158,7 @@ def sweep_fig_4_7(q1_values: List[float], height: float = 0.3) -> List[dict]:
         x[2] = -hopper.geometry(x, np.zeros(4)).alpha            # alpha = theta_b + phi(q): rotate to 0
         r0 = hopper.geometry(x, np.zeros(4)).r
         ctrl = HopperController(hopper, Gains.from_dict(dict(controller="I", K_r=2200.0, r_des=r0)), x)
-        log = HopperSim(hopper, ctrl).run(x, np.zeros(4), 1.5, stop_after_liftoffs=1)
+        log = HopperSim(hopper, ctrl, floor_anchor=floor_anchor).run(x, np.zeros(4), 1.5, stop_after_liftoffs=1)
         lift = [e for e in log.events if e.kind == "liftoff"]
         h = hopper.centroidal_angular_momentum(lift[0].x, lift[0].v) if lift else float("nan")
         out.append({"q1": float(q1), "theta_b": float(x[2]), "r_cf0": r0, "h_angular": h, "lifted": bool(lift)})

@@ -5,12 +5,13 @@ Floor [Feurstein 2021, Eq. (4.13)] with the signs the thesis leaves ambiguous fi
 (foot below the floor, y_f < 0) F_x = -K_x (x_f - x_td) - D_x xdot_f with x_td the foot's x at
 the touchdown (the horizontal spring's anchor), F_y = max(-K_y y_f - D_y ydot_f, 0); no force
 out of contact, no Coulomb limit (as in the thesis). The floor acts on the foot only, through
-J_f^T F.
+J_f^T F. ``floor_anchor="origin"`` anchors the horizontal spring at x = 0 instead, as the printed
+F^x = K^x o_if^x reads (the Fig. 4.7 sweep depends on this choice: docs/decoupled.md).
 
 Phases: contact switches exactly where y_f crosses 0 (an event: the floor force jumps there).
 The controller's phase has hysteresis: stance starts at a touchdown, flight only once the foot
 has risen ``lift_height`` above the floor, so that a contact chatter does not toggle the polar
-spring.
+spring (the revolute Exps II-VI depend on this choice: docs/decoupled.md).
 
 Integrator: LSODA (stiff/non-stiff switching; the floor damping gives time constants of ~5e-5 s)
 between events, restarted at each event with the new phase. The state carries the cumulative
@@ -37,6 +38,8 @@ from .model import Hopper
 
 WORKS = ("floor", "floor_touchdown", "joint", "base", "radial_spring", "radial_damper", "pump", "polar")
 FALLEN_COM_HEIGHT = 0.03
+LIFT_HEIGHT = 1e-3                        # m: stance ends when the foot is this far above the floor
+FLOOR_ANCHORS = ("touchdown", "origin")
 
 
 @dataclass
@@ -80,12 +83,22 @@ class Log:
 
 
 class HopperSim:
-    def __init__(self, hopper: Hopper, controller: HopperController, lift_height: float = 1e-3,
-                 rtol: float = 1e-10, atol: float = 1e-12, log_dt: float = 1e-3):
+    def __init__(self, hopper: Hopper, controller: HopperController, lift_height: float = LIFT_HEIGHT,
+                 rtol: float = 1e-10, atol: float = 1e-12, log_dt: float = 1e-3, floor_anchor: str = "touchdown"):
+        if floor_anchor not in FLOOR_ANCHORS:
+            raise InputError(f"floor anchor '{floor_anchor}' is not one of {', '.join(FLOOR_ANCHORS)}",
+                             field="floor_anchor")
+        if not lift_height > 0:
+            raise InputError(f"lift height {lift_height} must be a positive distance (m)", field="lift_height")
+        self.floor_anchor = floor_anchor
         self.hopper, self.controller = hopper, controller
         self.lift_height, self.rtol, self.atol, self.log_dt = lift_height, rtol, atol, log_dt
         self.floor = hopper.desc.floor
         self._foot_key, self._foot_value = None, None
+
+    def _anchor(self, foot) -> float:
+        """Where the horizontal floor spring is anchored for a contact starting at ``foot``."""
+        return float(foot[0]) if self.floor_anchor == "touchdown" else 0.0
 
     def floor_force(self, geo, mode: Mode) -> np.ndarray:
         if not mode.contact:
@@ -159,7 +172,7 @@ class HopperSim:
             raise InputError(f"the hopper velocity v = {v0.tolist()} must be {nv} finite numbers", field="v")
         y = np.r_[np.asarray(x0, float), v0, np.zeros(len(WORKS))]
         foot = self._foot(y)[0]
-        mode = Mode(contact=foot[1] < 0, anchor=foot[0], stance=foot[1] < 0)
+        mode = Mode(contact=foot[1] < 0, anchor=self._anchor(foot), stance=foot[1] < 0)
         t, events, ts, ys, fallen = 0.0, [], [np.array([0.0])], [y[:, None]], False
         grid = np.arange(0.0, duration + 0.5 * self.log_dt, self.log_dt)
         while t < duration - 1e-12:
@@ -183,7 +196,7 @@ class HopperSim:
                 break
             if kind == "floor" and not mode.contact:
                 events.append(Event(t, "recontact" if mode.stance else "touchdown", y[:nv].copy(), y[nv:2 * nv].copy()))
-                mode = Mode(contact=True, anchor=self._foot(y)[0][0], stance=True, impact=True)
+                mode = Mode(contact=True, anchor=self._anchor(self._foot(y)[0]), stance=True, impact=True)
             elif kind == "floor":
                 mode = Mode(contact=False, anchor=mode.anchor, stance=True, impact=False)
             elif kind == "lift":

@@ -26,7 +26,7 @@ import numpy as np
 from ..errors import InputError
 from ..hopper.controller import HopperController
 from ..hopper.model import Hopper, HopperDescription
-from ..hopper.simulate import FALLEN_COM_HEIGHT
+from ..hopper.simulate import FALLEN_COM_HEIGHT, LIFT_HEIGHT
 
 POINT_INERTIA = 1e-9
 
@@ -62,7 +62,7 @@ class MujocoHopperLog:
 
 class MujocoHopper:
     def __init__(self, hopper: Hopper, controller: HopperController, dt: float = 1e-5, control_dt: float = 1e-4,
-                 lift_height: float = 1e-3):
+                 lift_height: float = LIFT_HEIGHT):
         self.hopper, self.controller, self.lift_height = hopper, controller, lift_height
         self._control_every = max(1, int(round(control_dt / dt)))
         self.model = mujoco.MjModel.from_xml_string(hopper_mjcf(hopper.desc))
