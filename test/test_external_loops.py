@@ -55,7 +55,8 @@ def test_loads_as_written_and_says_what_it_assumed(loaded):
     urdf = str(DATA / name / "robot.urdf")
     for joint in [j for j in robot.loops.actuated if j not in robot.loops.stroke] if name != "cassie_mjcf" else []:
         assert any(f"joint '{joint}'" in m and urdf in m for m in messages), joint
-    assert robot.loop_report["reference"].startswith("closed automatically")
+    # the Kangaroo-like manifest gives a closed stand pose (away from its knees' dead centre)
+    assert robot.loop_report["reference"].startswith("closed automatically" if name != "kangaroo_like_2legs" else "given")
     assert (kin.n_free > 0) == any("internal motion" in m for m in messages)
     assert np.abs(kin.residual(robot.q_stand)).max() < 1e-10
 
@@ -154,15 +155,11 @@ def test_constrained_id_reproduced_by_pinocchio_constraint_dynamics(loaded):
             assert np.abs(acc_b.angular - acc_a.angular).max() < 1e-8 * max(1.0, np.abs(a).max())
 
 
-def test_estimator_tracks_a_two_second_sinusoid(loaded, request):
+def test_estimator_tracks_a_two_second_sinusoid(loaded):
     """1 kHz for 2 s; every 0.1 s the estimate is compared with the closure solved at the
     measured actuators starting from it (the nearest closed pose: with free internal motions
     the passive joints are not unique)."""
     name, robot, kin, _ = loaded
-    if name == "kangaroo_like_2legs":
-        request.applymarker(pytest.mark.xfail(strict=True, reason=(
-            "near-singular ankle roll at the reference found at load (J_lu's smallest singular value "
-            "5.3e-4 of its largest): the estimate loses the closure within 50 ms")))
     est = PassiveStateEstimator(kin)
     worst, moved = 0.0, 0.0
     for k in range(2000):
@@ -172,7 +169,8 @@ def test_estimator_tracks_a_two_second_sinusoid(loaded, request):
         if k % 100 == 99:
             q_exact, info = kin.close(kin.with_actuated(e.q, qa), tol=1e-12)
             assert info["converged"]
-            worst = max(worst, float(np.abs(q_exact[kin.qu] - e.q[kin.qu]).max()))
+            # the part the actuators determine (free motions: Newton may move along them)
+            worst = max(worst, float(np.abs(kin.determined(q_exact, q_exact[kin.qu] - e.q[kin.qu])).max()))
             moved = max(moved, float(np.abs(kin.determined(kin.q_ref, e.q[kin.qu] - kin.q_ref[kin.qu])).max()))
     assert moved > 1e-2                                      # the passive joints did move
     assert worst < 1e-3, (name, worst)        # the closed-loop check's tolerance (validate closed-loop)

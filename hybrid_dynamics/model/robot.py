@@ -295,13 +295,14 @@ def _stand(doc: YamlDocument, model: pin.Model, urdf: Path) -> np.ndarray:
         if stand["srdf"] not in model.referenceConfigurations:
             raise doc.error(f"no reference configuration '{stand['srdf']}' in {srdf.name}", "stand", "srdf")
         q = model.referenceConfigurations[stand["srdf"]].copy()
-    for pattern, value in (stand.get("joints") or {}).items():
-        matched = [j for j in range(2, model.njoints) if re.fullmatch(pattern, model.names[j])]
+    floating = model.njoints > 1 and model.joints[1].shortname() == "JointModelFreeFlyer"
+    for pattern, value in (stand.get("joints") or {}).items():       # the free flyer is no joint here
+        matched = [j for j in range(1 + floating, model.njoints) if re.fullmatch(pattern, model.names[j])]
         if not matched:
             raise doc.error(f"'{pattern}' matches no joint of the URDF", "stand", "joints", pattern)
         for j in matched:
             q[model.joints[j].idx_q] = float(value)
-    if model.njoints > 1 and model.joints[1].shortname() == "JointModelFreeFlyer":
+    if floating:
         q[3:7] = (0, 0, 0, 1)
     return q
 
