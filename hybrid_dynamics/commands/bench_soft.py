@@ -23,7 +23,7 @@ from ..control.controller import WholeBodyController
 from ..control.references import References
 from ..errors import InputError
 from ..model.robot import load_robot
-from ..soft.paper002 import EL_MAX_BODIES, fitted_exponent, timing_row
+from ..soft.paper002 import EL_MAX_BODIES, body_counts, fitted_exponent, timing_row
 
 COMMAND = ("bench", "soft")
 HELP = "time ID/MID of planar CC chains against N (fitted exponent) and against the Euler-Lagrange model"
@@ -85,10 +85,7 @@ def whole_body_cycle(name: str, cycles: int, condensation=None, interpreted: boo
 
 
 def run(args) -> int:
-    try:
-        ns = sorted({int(n) for n in args.bodies.split(",") if n.strip()})
-    except ValueError:
-        raise InputError(f"--bodies must be comma-separated integers, got {args.bodies!r}", field="bodies") from None
+    ns = body_counts(args.bodies)
     if not ns or ns[0] < 1 or args.samples < 1 or args.cycles < 1:
         raise InputError("--bodies must be positive, --samples and --cycles at least 1", field="bodies")
     rows = [timing_row(n, args.samples, with_el=n <= EL_MAX_BODIES) for n in ns]

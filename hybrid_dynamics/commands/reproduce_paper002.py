@@ -17,7 +17,7 @@ import matplotlib
 import matplotlib.pyplot as plt
 
 from ..errors import InputError
-from ..soft.paper002 import EL_MAX_BODIES, accuracy, fitted_exponent, timing_row
+from ..soft.paper002 import EL_MAX_BODIES, accuracy, body_counts, fitted_exponent, timing_row
 
 COMMAND = ("reproduce", "paper002")
 HELP = "Pustina et al. (2024) Simulation 3: recursive ID against Euler-Lagrange on planar CC chains (plots to --out)"
@@ -61,10 +61,7 @@ def _plot(rows, acc, out: Path):
 
 
 def run(args) -> int:
-    try:
-        ns = sorted({int(n) for n in args.bodies.split(",") if n.strip()})
-    except ValueError:
-        raise InputError(f"--bodies must be comma-separated integers, got {args.bodies!r}", field="bodies") from None
+    ns = body_counts(args.bodies)
     if not ns or ns[0] < 1 or args.samples < 1 or args.accuracy_samples < 1:
         raise InputError("--bodies must be positive, --samples and --accuracy-samples at least 1", field="bodies")
     out = Path(args.out)

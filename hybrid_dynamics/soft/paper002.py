@@ -14,6 +14,7 @@ from typing import Callable, Dict, List
 
 import numpy as np
 
+from hybrid_dynamics.errors import InputError
 from hybrid_dynamics.soft import bodies as B
 from hybrid_dynamics.soft.joints import FixedJoint
 from hybrid_dynamics.soft.lagrange import LagrangeReference
@@ -74,6 +75,14 @@ def accuracy(n_bodies: int, samples: int = 100, seed: int = 0) -> Dict[str, floa
         ours = tree.inverse_dynamics(q, qd, qdd) - tree.elastic_force(q, qd)
         errs.append(np.linalg.norm(ours - ref) / np.linalg.norm(ref))
     return {"bodies": n_bodies, "mean_rel_error": float(np.mean(errs)), "std_rel_error": float(np.std(errs))}
+
+
+def body_counts(text: str) -> List[int]:
+    """The chain lengths of a ``--bodies`` option ("1,2,5"), sorted and distinct."""
+    try:
+        return sorted({int(n) for n in text.split(",") if n.strip()})
+    except ValueError:
+        raise InputError(f"--bodies must be comma-separated integers, got {text!r}", field="bodies") from None
 
 
 def fitted_exponent(ns, times) -> float:
