@@ -413,14 +413,14 @@ class LocomotionPlanner:
         standing, cmd = self._advance(float(t))
         if self.pattern.static and not standing and self.pattern.swing_fraction > 0.0:
             self._plan_slot(t)
-        base, quat, v_lin, a_lin, com = self._body_reference(t, standing, cmd)
         R = _yaw_rot(self.N[2])
+        moving = 0.0 if standing else 1.0
+        base, quat, v_lin, a_lin, com = self._body_reference(t, R, moving, cmd)
         kept = None if self.morphology_map is None else {c.frame for c in self.morphology_map.contacts}
         feet: Dict[str, FootReference] = {}
         for frame, nominal in self.nominal.items():
             if kept is None or frame in kept:
                 feet[frame] = self._foot_reference(frame, nominal, t, base, R, v_lin, a_lin)
-        moving = 0.0 if standing else 1.0
         return LocomotionReference(float(t), base, quat, v_lin, np.array([0.0, 0.0, moving * cmd[2]]), a_lin,
                                    com, feet, self.pattern.name, list(self.walking))
 
@@ -459,11 +459,11 @@ class LocomotionPlanner:
             swing_start = start + pattern.shift_fraction * (end - start)
             self._plan_offset(start, swing_start, exclude=pattern.legs[k], swing_end=end)
 
-    def _body_reference(self, t: float, standing: bool, cmd: np.ndarray):
+    def _body_reference(self, t: float, R: np.ndarray, moving: float, cmd: np.ndarray):
         """Base position, orientation (xyzw), linear velocity and acceleration, and CoM at
-        ``t``: the nominal pose plus the body offset (min-jerk window) or the planned path."""
+        ``t`` (``R`` the nominal yaw rotation, ``moving`` 0 while standing else 1): the nominal
+        pose plus the body offset (min-jerk window) or the planned path."""
         planned = self.body_plan is not None and self.pattern.static and self.pattern.swing_fraction > 0.0
-        R = _yaw_rot(self.N[2])
         if planned:
             com_xy, com_v, com_a = self.body_plan.sample(t)
             self.offset = com_xy - R[:2, :2] @ self.com_offset - self.N[:2]
@@ -476,7 +476,6 @@ class LocomotionPlanner:
         inside = t1 > t0 and 0 <= u <= 1
         d_offset = db * span / (t1 - t0) if inside else np.zeros(2)
         dd_offset = ddb * span / (t1 - t0) ** 2 if inside else np.zeros(2)
-        moving = 0.0 if standing else 1.0
         base = np.array([self.N[0] + self.offset[0], self.N[1] + self.offset[1], self.height])
         v_lin, a_lin = np.zeros(3), np.zeros(3)
         if planned:
