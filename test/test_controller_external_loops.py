@@ -10,7 +10,8 @@ forces lie inside their friction cones.
 Floating base, standing on their feet: Digit-like (two legs, 6 loops), Cassie-like (one leg,
 two loops with rod spins left free), Agility's Cassie from MuJoCo Menagerie (two legs, 4
 connects; rod spins and the shin and heel springs left free by the loops: the springs carry
-inertia and are dynamic coordinates of the QP). Fixed base (five-bars, delta): joint-space
+inertia and are dynamic coordinates of the QP), the Kangaroo-like pair (24 loops, 12 linear
+actuators, 28 free internal motions). Fixed base (five-bars, delta): joint-space
 tracking of a moving actuator reference, simulated with constraintDynamics.
 """
 import warnings
@@ -55,9 +56,17 @@ def _cassie_mjcf():
     return robot
 
 
+def _kangaroo_like():
+    """The Kangaroo-like leg pair (its ball joints substituted, our stand pose) floating, on a
+    point contact under each foot."""
+    robot = _quiet(load_robot, DATA / "kangaroo_like_2legs" / "manifest.yaml", base="floating")
+    robot.contacts = [Contact(frame, "point", np.zeros((1, 3)), frame) for frame in ("foot_left", "foot_right")]
+    return robot
+
+
 FLOATING = {"digit_like_2legs": lambda: _quiet(load_robot, DATA / "digit_like_2legs" / "standing.yaml"),
             "cassie_like": lambda: _quiet(load_robot, DATA / "cassie_like" / "standing.yaml"),
-            "cassie_mjcf": _cassie_mjcf}
+            "cassie_mjcf": _cassie_mjcf, "kangaroo_like_2legs": _kangaroo_like}
 
 
 def _pinocchio_motion(robot, kin, q, v, tau_a, point_forces):
@@ -105,9 +114,13 @@ def test_standing_qp_reproduced_by_pinocchio_constraint_dynamics(name):
     d = m.createData()
     rng = np.random.default_rng(5)
     worst = {"acc": 0.0, "contact": 0.0, "loop": 0.0, "rnea": 0.0}
+    # actuators moved by 0.01 (rad or m) or a tenth of their stroke if that is less (the
+    # Kangaroo-like linear actuators have strokes of a few mm)
+    stroke = m.upperPositionLimit[kin.qa] - m.lowerPositionLimit[kin.qa]
+    amplitude = np.minimum(0.01, 0.1 * stroke)
     for k in range(4):
         # a closed pose near the stand and a consistent velocity (free motions included)
-        q = kin.close(kin.with_actuated(robot.q_stand, robot.q_stand[kin.qa] + 0.01 * rng.uniform(-1, 1, kin.n_act)))[0]
+        q = kin.close(kin.with_actuated(robot.q_stand, robot.q_stand[kin.qa] + amplitude * rng.uniform(-1, 1, kin.n_act)))[0]
         G, _ = kin.projection(q)
         v = G @ (0.1 * rng.uniform(-1, 1, G.shape[1]))
         if kin.n_free:
