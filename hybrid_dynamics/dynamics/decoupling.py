@@ -132,7 +132,7 @@ def velocity_form_rows(R_ib: np.ndarray, o_ib: np.ndarray, com: np.ndarray, h_c:
     M_x = A_cb^{-T} M_bb A_cb^{-1} = I_g [Feurstein 2021, Eq. (A.4a) corrected] and
     v_x = A_cb nu_b^loc = A_cb M_bb^{-1} h_b = I_g^{-1} h_c."""
     M_x_inv = np.zeros((6, 6))
-    M_x_inv[(0, 1, 2), (0, 1, 2)] = 1.0 / I_g[0, 0]
+    M_x_inv[0, 0] = M_x_inv[1, 1] = M_x_inv[2, 2] = 1.0 / I_g[0, 0]
     M_x_inv[3:, 3:] = inverse3(I_g[3:, 3:])
     T_x_invT = np.zeros((6, 6))                                 # Ad(R_ib, o_ib - o_ic)^{-T}
     T_x_invT[:3, :3] = T_x_invT[3:, 3:] = R_ib

@@ -42,7 +42,6 @@ from .base import Task
 from .decoupled_centroidal import force_rows
 
 ROWS = {"angular": slice(3, 6), "linear": slice(0, 3), "all": slice(0, 6)}
-X_ANGULAR = np.hstack([np.zeros((3, 3)), np.eye(3)])
 
 
 class InternalImpedanceTask(Task):
@@ -71,13 +70,13 @@ class InternalImpedanceTask(Task):
     def active(self, refs) -> bool:
         return self.weight > 0.0 and bool(self.frames)
 
-    def X_rows(self, r: np.ndarray) -> np.ndarray:
-        """The task's rows of X_j = [[I, -[r]x], [0, I]] (external twist at the frame from v_x)."""
+    def external(self, r: np.ndarray, Y: np.ndarray) -> np.ndarray:
+        """The task's rows of ``X_j Y``, X_j = [[I, -[r]x], [0, I]] (the external twist at the
+        frame from v_x), by blocks: the angular rows are Y's own."""
         if self.rows.start >= 3:
-            return X_ANGULAR
-        X = np.eye(6)
-        X[:3, 3:] = -skew(r)
-        return X[self.rows]
+            return Y[3:]
+        linear = Y[:3] - skew(r) @ Y[3:]
+        return linear if self.rows.stop == 3 else np.concatenate([linear, Y[3:]])
 
     def target(self, refs, nu_j, nu_int, o_j, R_bj, oMj) -> np.ndarray:
         """The impedance's acceleration (the task's rows)."""
@@ -106,15 +105,15 @@ class InternalImpedanceTask(Task):
         J, drift = state.frame_terms(fid)
         oMj = state.data.oMi[1] if fid < 0 else pin.updateFramePlacement(state.model, state.data, fid)
         rows = self.rows
-        Xr = self.X_rows(oMj.translation - state.com)
-        XM = Xr @ x.M_x_inv
+        r = oMj.translation - state.com
+        XM = self.external(r, x.M_x_inv)
         nu_j = J @ state.v_m
-        b = self.target(refs, nu_j, nu_j[rows] - Xr @ x.v_x, o_j, R_bj, oMj) - drift[rows] \
+        b = self.target(refs, nu_j, nu_j[rows] - self.external(r, x.v_x), o_j, R_bj, oMj) - drift[rows] \
             + XM @ (dAg_v + state.G_x)
         A = np.zeros((rows.stop - rows.start, layout.nx))
         A[:, :layout.n] = J[rows] - XM @ A_g                           # J_int's rows
         if layout.nf_stance:                                           # else ballistic: no force term
-            A[:, layout.f_stance] = Xr @ force_rows(state, layout)
+            A[:, layout.f_stance] = self.external(r, force_rows(state, layout))
         return A, b
 
     def add(self, H, g, state, layout, refs) -> None:
