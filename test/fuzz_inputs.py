@@ -23,6 +23,7 @@ from hybrid_dynamics.runtime.inputs import QUAT_TOLERANCE, Rejected, sec_to_stam
 from hybrid_dynamics.ros.sources import standing_pose
 
 DT = 0.002                                  # 500 Hz: the stream's clock per input
+RECOVERY_CYCLES = 10                        # 20 ms at the 500 Hz of config/jethexa.yaml
 HUGE = st.floats(1e6, 1.7e308).flatmap(lambda x: st.sampled_from([x, -x]))
 NONFINITE = st.sampled_from([math.nan, math.inf, -math.inf])
 

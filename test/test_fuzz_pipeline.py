@@ -9,12 +9,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fuzz_inputs import ABSURD, DT, FLOOD_FAULTS, Builder, LibraryLoop, Spec, input_specs, rejection_matches
+from fuzz_inputs import (ABSURD, DT, FLOOD_FAULTS, RECOVERY_CYCLES, Builder, LibraryLoop, Spec, input_specs,
+                         rejection_matches)
 from hybrid_dynamics.model.robot import load_robot
 from hybrid_dynamics.ros import params as P
 from hybrid_dynamics.runtime.pipeline import Pipeline
-
-RECOVERY_CYCLES = 10                # 20 ms at the 500 Hz of config/jethexa.yaml
 
 
 @pytest.fixture(scope="module")

@@ -14,12 +14,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from std_msgs.msg import String
 
-from fuzz_inputs import DT, FLOOD_FAULTS, Builder, Spec, input_specs
+from fuzz_inputs import ABSURD, DT, FLOOD_FAULTS, RECOVERY_CYCLES, Builder, Spec, input_specs
 from hybrid_dynamics.ros.graph import Graph
 from hybrid_dynamics.ros.qos import STATE_QOS
 from hybrid_dynamics.ros.sources import StandingSource
-from test_fuzz_pipeline import RECOVERY_CYCLES
-from fuzz_inputs import ABSURD
 from test_ros_nodes import Probe
 
 ROBOT = "jethexa"
