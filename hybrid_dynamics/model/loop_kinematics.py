@@ -165,23 +165,47 @@ class LoopKinematics:
         self.nv, self.nq = m.nv, m.nq
         self.floating = m.njoints > 1 and m.joints[1].nv == 6
         self.nb = 6 if self.floating else 0
-        self.joint_names = [m.names[j] for j in range(1 + (1 if self.floating else 0), m.njoints)]
-        for j in range(1 + (1 if self.floating else 0), m.njoints):
+        self._coordinates(measured)
+        self._cut_structure()
+        self._product_tables()
+        # G: d theta / d theta_a (nv - nb rows scattered to nv), G_f with the base block
+        self.G_f = np.zeros((self.nv, self.nb + self.n_act))
+        self.G_f[:self.nb, :self.nb] = np.eye(self.nb)
+        self.G_f[self.ia, self.nb + np.arange(self.n_act)] = 1.0
+        self.q_ref = pin.neutral(m) if q_ref is None else np.array(q_ref, dtype=float)
+        self._R_ref = [np.eye(3) for _ in range(self.L)]
+        measured = [k for k in self._ang_loops if getattr(self.loops[k], "orientation", "coincide") == "reference"]
+        if measured:          # orientation: reference -> angular rows from the relative orientation at q_ref
+            pin.forwardKinematics(m, self.data, self.q_ref)
+            F = self._frames()
+            for k in measured:
+                self._R_ref[k] = F[2 * k, :, :3].T @ F[2 * k + 1, :, :3]
+        self.last_rcond = 1.0
+        self.last_null = np.zeros((self.n_pas, 0))     # free internal motions at the last factored state
+        self.set_ranks(self.q_ref)
+
+    def _coordinates(self, measured: Sequence[str]) -> None:
+        """The 1-DoF joints split into actuated (with the ``measured`` passive ones) and passive,
+        with their velocity and configuration indices."""
+        m, spec = self.model, self.spec
+        first = 1 + (1 if self.floating else 0)
+        self.joint_names = [m.names[j] for j in range(first, m.njoints)]
+        for j in range(first, m.njoints):
             if m.joints[j].nq != 1 or m.joints[j].nv != 1:
                 raise InputError(f"joint '{m.names[j]}' is a {m.joints[j].shortname()}: closed-chain models "
                                  "take 1-DoF joints (list it under joint_name / joint_type in the loop YAML "
                                  "to have it replaced by revolutes)",
                                  file=str(spec.path) if spec is not None else None)
-        if self.spec is None:
+        if spec is None:
             self.actuated_joints = list(self.joint_names)
             self.loops = []
         else:
-            wrong = [n for n in measured if n not in self.joint_names or n in self.spec.actuated]
+            wrong = [n for n in measured if n not in self.joint_names or n in spec.actuated]
             if wrong:
                 raise InputError(f"measured joints {', '.join(map(str, wrong))} are not passive joints of the model",
                                  file=str(spec.path), field="springs")
-            self.actuated_joints = list(self.spec.actuated) + list(measured)
-            self.loops = list(self.spec.loops)
+            self.actuated_joints = list(spec.actuated) + list(measured)
+            self.loops = list(spec.loops)
         act = set(self.actuated_joints)
         self.passive_joints = [n for n in self.joint_names if n not in act]
         vidx = lambda n: m.joints[m.getJointId(n)].idx_v   # noqa: E731
@@ -191,8 +215,12 @@ class LoopKinematics:
         self.qa = np.array([qidx(n) for n in self.actuated_joints], dtype=int)
         self.qu = np.array([qidx(n) for n in self.passive_joints], dtype=int)
         self.n_act, self.n_pas = len(self.ia), len(self.iu)
-        L = len(self.loops)
-        self.L = L
+
+    def _cut_structure(self) -> None:
+        """Per cut: the joints and placements of its two frames, the supports' signs (S: b's
+        chain minus a's; MAB: each chain alone) and the constrained rows (loop k, axis a)."""
+        m = self.model
+        L = self.L = len(self.loops)
         self.m = sum(len(l.axes) for l in self.loops)
         self._ja = np.zeros(L, dtype=int)
         self._jb = np.zeros(L, dtype=int)
@@ -221,6 +249,12 @@ class LoopKinematics:
             if any(a >= 3 for a in loop.axes):
                 self._ang_loops.append(k)
         self._S, self._MAB = S, MAB
+        self._rows = np.array(rows, dtype=int)
+
+    def _product_tables(self) -> None:
+        """Index and coefficient tables that turn each cycle's closure terms into a few batched
+        products (one gather from data.oMi, one einsum per term)."""
+        L, S, MAB = self.L, self._S, self._MAB
         # joints of the cuts, interleaved (a_0, b_0, a_1, b_1, ...): one gather from data.oMi
         inter = [int(j) for k in range(L) for j in (self._ja[k], self._jb[k])]
         self._get_joints = operator.itemgetter(*inter) if len(inter) > 1 else (lambda xs: ())
@@ -229,7 +263,6 @@ class LoopKinematics:
                              ).reshape(2 * L, 4, 4)
         self._Z = np.ones((L, 2, 4))                     # (p_a, 1, p_b, 1) per loop
         self._oMi12 = _placement_view(self.model, self.data) if L else None
-        self._rows = np.array(rows, dtype=int)
         # constrained rows: loop k, axis a; each is one row of T = [[R_a^T, -R_a^T [p_b]x], [0, R_a^T]]
         self._kr = np.array([k for k, lp in enumerate(self.loops) for _ in lp.axes], dtype=int)
         self._ar = np.array([a for lp in self.loops for a in lp.axes], dtype=int)
@@ -255,22 +288,7 @@ class LoopKinematics:
         self._E = E.reshape(8, 27)
         # -w_A x u + om x p_b_dot as one product: outer products (j, k, pair) @ _Ec
         self._Ec = np.stack([-eps.transpose(1, 2, 0), eps.transpose(1, 2, 0)], axis=2).reshape(18, 3)
-        self._R_ref = [np.eye(3) for _ in range(L)]
         self._Jlog = np.zeros((L, 3, 3))
-        # G: d theta / d theta_a (nv - nb rows scattered to nv), G_f with the base block
-        self.G_f = np.zeros((self.nv, self.nb + self.n_act))
-        self.G_f[:self.nb, :self.nb] = np.eye(self.nb)
-        self.G_f[self.ia, self.nb + np.arange(self.n_act)] = 1.0
-        self.q_ref = pin.neutral(m) if q_ref is None else np.array(q_ref, dtype=float)
-        measured = [k for k in self._ang_loops if getattr(self.loops[k], "orientation", "coincide") == "reference"]
-        if measured:          # orientation: reference -> angular rows from the relative orientation at q_ref
-            pin.forwardKinematics(m, self.data, self.q_ref)
-            F = self._frames()
-            for k in measured:
-                self._R_ref[k] = F[2 * k, :, :3].T @ F[2 * k + 1, :, :3]
-        self.last_rcond = 1.0
-        self.last_null = np.zeros((self.n_pas, 0))     # free internal motions at the last factored state
-        self.set_ranks(self.q_ref)
 
     def set_ranks(self, q: np.ndarray, tol: float = 1e-8) -> None:
         """Ranks of J_l and J_lu at ``q`` (a closed pose): r_l, r_u, the number of free internal
