@@ -1,5 +1,6 @@
 """colcon conventions: package.xml is a valid format-3 manifest, setup.py installs the share
 files, the resource marker and an entry point for every node."""
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -53,3 +54,32 @@ def test_colcon_build_gives_the_ros_install_layout(tmp_path):
     assert (share / "launch" / "bringup.launch.py").is_file() and (share / "launch" / "sim.launch.py").is_file()
     assert (share / "robots" / "jethexa" / "jethexa.urdf").is_file()
     assert (prefix / "share" / "ament_index" / "resource_index" / "packages" / "hybrid_dynamics").is_file()
+
+
+BLAS_THREADS = """
+import ctypes, sys
+{imports}
+lib = sorted({{line.split()[-1] for line in open("/proc/self/maps") if "openblas" in line.lower()}})[0]
+get = [getattr(ctypes.CDLL(lib), s) for s in ("scipy_openblas_get_num_threads64_", "openblas_get_num_threads64_",
+                                              "openblas_get_num_threads") if hasattr(ctypes.CDLL(lib), s)][0]
+print(get())
+"""
+
+
+def _blas_threads(imports: str, **env) -> int:
+    """numpy's OpenBLAS thread count in a fresh interpreter (asked from the library itself) after
+    ``imports``, with no thread variable in its environment but ``env``."""
+    clean = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")}
+    out = subprocess.run([sys.executable, "-c", BLAS_THREADS.format(imports=imports)], env={**clean, **env},
+                         capture_output=True, text=True, check=True)
+    return int(out.stdout)
+
+
+def test_one_blas_thread_unless_the_user_chose():
+    """The nodes and commands import the package before numpy: one BLAS thread (the control
+    cycle's small matrices lose to thread synchronisation), unless the environment says
+    otherwise; numpy imported first keeps OpenBLAS's default (one per core)."""
+    assert _blas_threads("import hybrid_dynamics.control, numpy") == 1
+    assert _blas_threads("import hybrid_dynamics.control", OPENBLAS_NUM_THREADS="2") == 2
+    default = _blas_threads("import numpy, hybrid_dynamics.control")
+    assert default == min(os.cpu_count(), default) and (default > 1 or os.cpu_count() == 1)
