@@ -52,6 +52,13 @@ def test_every_stock_body_equals_lagrange(kind):
     assert_equals_lagrange(random_tree(["rigid", kind], rng), rng)
 
 
+def test_inner_lvp_body_with_orthonormal_face_equals_lagrange():
+    rng = np.random.default_rng(11)
+    tree = random_tree(["lvp", "rigid"], rng)
+    assert tree.modules[0].body.orthonormal_face
+    assert_equals_lagrange(tree, rng)
+
+
 @settings(max_examples=3, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 @given(kinds=st.lists(st.sampled_from(STOCK_KINDS), min_size=1, max_size=8), seed=st.integers(0, 2**31),
        branch=st.booleans())

@@ -23,7 +23,7 @@ BODY_FIELDS: Dict[str, Dict[str, Any]] = {
     "gvs": {**_ROD, **_MATERIAL, "order": None, "strains": [0, 1], "steps": 8},
     "modal": {**_ROD, "modes_per_direction": 2, "youngs_modulus": 0.0, "damping_time": 0.0},
     "lvp": {**_ROD, "primitives": None, "elastic_coefficient": 0.0, "damping_time": 0.0,
-            "n_axial": 4, "relax_face": False},
+            "n_axial": 4, "relax_face": False, "orthonormal_face": False},
 }
 POSITIVE = {"length", "radius", "density", "segments", "order", "steps", "n_axial", "modes_per_direction"}
 NON_NEGATIVE = {"mass", "youngs_modulus", "damping_time", "elastic_coefficient"}

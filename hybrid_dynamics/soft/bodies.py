@@ -27,20 +27,22 @@ class Body(abc.ABC):
 
     ``face`` holds (x_J, x_a, x_b) with (x_a - x_J).(x_b - x_J) = 0 [Pustina 2024, Eq. (4)];
     ``relax_face`` (last body of a branch only) expresses the body in its rest distal frame
-    instead, so that the distal face may deform.
+    instead, so that the distal face may deform; ``orthonormal_face`` (any body) lets the face
+    deform and attaches the next module to the frame at the pivot ``f(x_J)`` whose axes are the
+    face directions made orthonormal (Gram-Schmidt of n1, n2 of Eqs. (5)-(6)).
     """
     nq: int = 0
 
     def __init__(self, points: np.ndarray, weights: np.ndarray, face: Face,
                  stiffness: Optional[np.ndarray] = None, damping: Optional[np.ndarray] = None,
-                 relax_face: bool = False):
+                 relax_face: bool = False, orthonormal_face: bool = False):
         self.points = np.asarray(points, float)
         self.weights = np.asarray(weights, float)
         self.face = tuple(np.asarray(p, float) for p in face)
         self.stiffness = np.zeros((self.nq, self.nq)) if stiffness is None else np.asarray(stiffness, float)
         self.damping = np.zeros((self.nq, self.nq)) if damping is None else np.asarray(damping, float)
         self.relax_face = relax_face
-        self.tendons: List[Tuple[np.ndarray, np.ndarray]] = []
+        self.orthonormal_face = orthonormal_face
 
     @abc.abstractmethod
     def f(self, x: np.ndarray, q):
@@ -58,6 +60,10 @@ class Body(abc.ABC):
         pJ, pa, pb = self.map_points(np.array([xJ, xa, xb]), q)
         n1 = (pa - pJ) / np.linalg.norm(xa - xJ)
         n2 = (pb - pJ) / np.linalg.norm(xb - xJ)
+        if self.orthonormal_face:
+            n1 = n1 / ca.norm_2(n1)
+            n2 = n2 - ca.dot(n1, n2) * n1
+            n2 = n2 / ca.norm_2(n2)
         return ca.horzcat(n1, n2, ca.cross(n1, n2)), pJ
 
     def elastic_force(self, q, v):

@@ -3,7 +3,7 @@ body, its Jacobian J(q) with respect to the speeds (it includes the body's defor
 coordinates) and the bias ``Jdot v`` [Pustina 2024, Eq. (67) with qdd = 0]."""
 from __future__ import annotations
 
-from typing import Sequence, Tuple
+from typing import List, Sequence, Tuple
 
 import casadi as ca
 import numpy as np
@@ -13,23 +13,29 @@ from hybrid_dynamics.soft.symbolic import segment
 from hybrid_dynamics.soft.tree import SoftTree
 
 
+def symbolic_points(tree: SoftTree, points: Sequence[Tuple[str, Sequence[float]]], q) -> List:
+    """World positions of the material points ``(module name, x)`` at the symbolic q."""
+    poses = tree.symbolic_poses(q)
+    worlds = []
+    for name, x in points:
+        i = tree.module_index(name)
+        body = tree.modules[i].body
+        R, p = poses[i]
+        qi = segment(q, tree.qslice[i].start, tree.qslice[i].stop)
+        qB = segment(qi, tree.modules[i].joint.nq, tree.modules[i].nq)
+        qs = ca.SX.sym("qB", body.nq)
+        local = ca.Function("local", [qs], [body_points_local(body, qs, np.asarray(x, float)[None, :])])
+        worlds.append(p + R @ local(qB))
+    return worlds
+
+
 class MaterialPoints:
     """Material points ``(module name, x)`` (reference coordinates), evaluated together."""
 
     def __init__(self, tree: SoftTree, points: Sequence[Tuple[str, Sequence[float]]]):
         q, v = ca.MX.sym("q", tree.nq), ca.MX.sym("v", tree.nv)
-        poses = tree.symbolic_poses(q)
         qd = tree.symbolic_qdot(q, v)
-        worlds = []
-        for name, x in points:
-            i = tree.module_index(name)
-            body = tree.modules[i].body
-            R, p = poses[i]
-            qi = segment(q, tree.qslice[i].start, tree.qslice[i].stop)
-            qB = segment(qi, tree.modules[i].joint.nq, tree.modules[i].nq)
-            qs = ca.SX.sym("qB", body.nq)
-            local = ca.Function("local", [qs], [body_points_local(body, qs, np.asarray(x, float)[None, :])])
-            worlds.append(p + R @ local(qB))
+        worlds = symbolic_points(tree, points, q)
         world = ca.vertcat(*worlds)
         J = ca.jacobian(ca.jtimes(world, q, qd), v)
         bias = ca.jtimes(J @ v, q, qd)

@@ -89,7 +89,7 @@ class LVPBody(Body):
 
     def __init__(self, length: float, radius: float, density: float, primitives: Sequence[str],
                  elastic_coefficient: float = 0.0, damping_time: float = 0.0, n_axial: int = 4,
-                 relax_face: bool = False):
+                 relax_face: bool = False, orthonormal_face: bool = False):
         unknown = [p for p in primitives if p not in PRIMITIVES]
         if unknown:
             raise ValueError(f"unknown LVP primitive(s) {unknown}; known: {sorted(PRIMITIVES)}")
@@ -99,7 +99,7 @@ class LVPBody(Body):
         self.C, self.eta = float(elastic_coefficient), float(damping_time)
         pts, w = quadrature.cylinder(length, radius, density, n_axial=n_axial, n_radial=2, n_angular=4)
         face = (np.array([0, 0, length]), np.array([radius, 0, length]), np.array([0, radius, length]))
-        super().__init__(pts, w, face, relax_face=relax_face)
+        super().__init__(pts, w, face, relax_face=relax_face, orthonormal_face=orthonormal_face)
 
     def f(self, x, q):
         return lvp_map(x, q, self.length, self.primitives)

@@ -113,7 +113,7 @@ def check_distal_face(module: Module, samples: int = 3, tol: float = 1e-9,
         return "distal face points coincide (degenerate frame)"
     if abs(da @ db) > 1e-9 * np.linalg.norm(da) * np.linalg.norm(db):
         return "distal face points are not orthogonal: (x_a - x_J).(x_b - x_J) != 0"
-    if body.relax_face or body.nq == 0:
+    if body.relax_face or body.orthonormal_face or body.nq == 0:
         return None
     qB = ca.SX.sym("q", body.nq)
     RB, _ = body.distal_transform(qB)

@@ -1,7 +1,7 @@
 """Statics, forward dynamics and the Coriolis matrix of a soft-module tree.
 
-Statics [Pustina 2024, Eq. (55)]: Newton-Raphson on ``g(q) + s(q, 0) = tau`` over chosen
-coordinates, with the exact tangent from the traced ID. Forward dynamics [Pustina 2024,
+Statics [Pustina 2024, Eq. (55)]: Newton-Raphson on ``g(q) + s(q, 0) = tau + A(q) u`` over
+chosen coordinates, with the exact tangent from the traced ID. Forward dynamics [Pustina 2024,
 Sec. 5.2]: ``qdd = M^-1 (tau - h)`` with (M, h) from one MID call, integrated by an explicit
 Runge-Kutta (scipy DOP853) in (q, v) with qdot = G(q) v.
 """
@@ -39,23 +39,29 @@ def simulate(tree: SoftTree, q0, v0, duration: float, tau: Optional[Callable] = 
 
 
 class Statics:
-    """Newton-Raphson for g(q) + s(q, 0) - tau(q) = 0 on the coordinates ``free``."""
+    """Newton-Raphson for g(q) + s(q, 0) = tau + A(q) u [Pustina 2024, Eq. (55)] on the
+    coordinates ``free``; ``actuation`` (an :class:`~hybrid_dynamics.soft.actuation.Actuation`)
+    gives A(q), whose change with q enters the tangent."""
 
-    def __init__(self, tree: SoftTree, free: Sequence[int]):
+    def __init__(self, tree: SoftTree, free: Sequence[int], actuation=None):
         if tree.nq != tree.nv:
             raise ValueError("statics needs qdot = v (no free flyer)")
         self.tree, self.free = tree, np.asarray(free, int)
+        self.m = 0 if actuation is None else actuation.m
         iid, _, elastic = tree.symbolic()
-        q = ca.MX.sym("q", tree.nq)
+        q, u = ca.MX.sym("q", tree.nq), ca.MX.sym("u", self.m)
         zero = ca.MX.zeros(tree.nv)
         residual = iid(q, zero, zero, ca.DM(-tree.gravity)) + elastic(q, zero)
-        self._fn = ca.Function("statics", [q], [residual, ca.jacobian(residual, q)]).expand()
+        if actuation is not None:
+            residual = residual - actuation.symbolic_matrix()(q) @ u
+        self._fn = ca.Function("statics", [q, u], [residual, ca.jacobian(residual, q)]).expand()
 
-    def solve(self, q0, tau=None, tol: float = 1e-10, max_iter: int = 50) -> np.ndarray:
+    def solve(self, q0, tau=None, u=None, tol: float = 1e-10, max_iter: int = 50) -> np.ndarray:
         q = np.array(q0, float)
         tau = np.zeros(self.tree.nv) if tau is None else np.asarray(tau, float)
+        u = np.zeros(self.m) if u is None else np.asarray(u, float)
         for _ in range(max_iter):
-            r, K = self._fn(q)
+            r, K = self._fn(q, u)
             r = np.array(r).ravel()[self.free] - tau[self.free]
             if np.abs(r).max() < tol:
                 return q

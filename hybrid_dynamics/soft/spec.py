@@ -9,6 +9,12 @@ before anything is built (an :class:`InputError` names the file, line, module an
         body:  {type: cc, length: 0.05, radius: 0.01, density: 1100, planar: false,
                 elongation: true, youngs_modulus: 1.0e6, poisson: 0.45, damping_time: 0.01}
 
+    tendons:                             # optional: tendons through via points
+      - name: t0
+        points: [[shank_pad, [0.008, 0, 0]], [shank_pad, [0.008, 0, 0.05]]]   # [module, x]
+    chambers:                            # optional: pressure chambers (lvp, modal, map bodies)
+      - {name: cavity, module: gripper, radius: 0.005, start: 0.0, end: 0.05}
+
 Joint types: fixed, revolute, prismatic (axis), axes (list of [revolute|prismatic, axis], at
 most 6), free_flyer. Body types and their fields are in model/soft_fields.py (BODY_FIELDS); an optional
 ``face: [x_J, x_a, x_b]`` overrides the distal-face points (checked: orthogonal, distinct,
@@ -26,6 +32,7 @@ from hybrid_dynamics.errors import InputError
 from hybrid_dynamics.model.soft_fields import body_params, finite_triple, joint_fields
 from hybrid_dynamics.model.yamlio import YamlDocument, load_yaml
 from hybrid_dynamics.soft import bodies as B
+from hybrid_dynamics.soft.actuation import Actuation, Chamber, Tendon
 from hybrid_dynamics.soft.joints import AxesJoint, FixedJoint, FreeFlyerJoint, Joint, Placement
 from hybrid_dynamics.soft.lvp import PRIMITIVES, LVPBody
 from hybrid_dynamics.soft.module import Module, check_distal_face
@@ -47,7 +54,7 @@ def _build_body(kind: str, p: Dict[str, Any]) -> B.Body:
     if kind == "modal":
         return B.ModalBody(*rod, int(p["modes_per_direction"]), p["youngs_modulus"], p["damping_time"])
     return LVPBody(*rod, p["primitives"], p["elastic_coefficient"], p["damping_time"], int(p["n_axial"]),
-                   bool(p["relax_face"]))
+                   bool(p["relax_face"]), bool(p["orthonormal_face"]))
 
 
 def build_joint(spec: Dict[str, Any]) -> Joint:
@@ -88,8 +95,58 @@ def build_module(doc: YamlDocument, where: Tuple, spec: Dict[str, Any], parent: 
     return module
 
 
-def load_soft_tree(path: str | Path) -> SoftTree:
-    """Parse, check and build the soft-module tree of a YAML file (all or nothing)."""
+def _entries(doc: YamlDocument, section: str, kind: str, fields: set):
+    """(index, block, name) of each block of the list ``section``, each a mapping with a name
+    and only the known ``fields``."""
+    for i, spec in enumerate(doc.data.get(section) or []):
+        if not isinstance(spec, dict) or not isinstance(spec.get("name"), str):
+            raise doc.error(f"each {kind} is a mapping with a 'name'", section, i, "name")
+        unknown = set(spec) - fields - {"name"}
+        if unknown:
+            raise doc.error(f"{kind} '{spec['name']}': unknown field(s) {sorted(unknown)}", section, i,
+                            sorted(unknown)[0])
+        yield i, spec, spec["name"]
+
+
+def _tendons(doc: YamlDocument, names: set) -> List[Tendon]:
+    out = []
+    for i, spec, name in _entries(doc, "tendons", "tendon", {"points"}):
+        points = spec.get("points")
+        if not isinstance(points, list) or len(points) < 2:
+            raise doc.error(f"tendon '{name}': points must list at least two [module, [x1, x2, x3]]",
+                            "tendons", i, "points")
+        for k, point in enumerate(points):
+            if not (isinstance(point, list) and len(point) == 2 and point[0] in names
+                    and finite_triple(point[1])):
+                raise doc.error(f"tendon '{name}': via point {k} must be [module, [x1, x2, x3]] with a "
+                                f"declared module and finite coordinates (got {point!r})", "tendons", i, "points", k)
+        out.append(Tendon(name, tuple((m, tuple(float(c) for c in x)) for m, x in points)))
+    return out
+
+
+def _chambers(doc: YamlDocument, names: set) -> List[Chamber]:
+    out = []
+    for i, spec, name in _entries(doc, "chambers", "chamber", {"module", "radius", "start", "end", "n_angular",
+                                                              "n_axial"}):
+        if spec.get("module") not in names:
+            raise doc.error(f"chamber '{name}': module {spec.get('module')!r} is not a declared module",
+                            "chambers", i, "module")
+        for key in ("radius", "start", "end", "n_angular", "n_axial"):
+            value = spec.get(key, 1)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value) \
+                    or (key != "start" and value <= 0) or (key == "start" and value < 0):
+                raise doc.error(f"chamber '{name}': {key} must be a finite number, positive (start: >= 0); "
+                                f"got {value!r}", "chambers", i, key)
+        if spec["end"] <= spec["start"]:
+            raise doc.error(f"chamber '{name}': end must be greater than start", "chambers", i, "end")
+        out.append(Chamber(name, spec["module"], float(spec["radius"]), float(spec["start"]), float(spec["end"]),
+                           int(spec.get("n_angular", 16)), int(spec.get("n_axial", 8))))
+    return out
+
+
+def load_soft(path: str | Path) -> Tuple[SoftTree, Optional[Actuation]]:
+    """Parse, check and build the soft-module tree of a YAML file and its actuation (None
+    without tendons and chambers), all or nothing."""
     doc = load_yaml(path)
     data = doc.data
     if not isinstance(data, dict) or not isinstance(data.get("modules"), list) or not data["modules"]:
@@ -112,7 +169,24 @@ def load_soft_tree(path: str | Path) -> SoftTree:
     gravity = data.get("gravity", list(GRAVITY))
     if not finite_triple(gravity):
         raise doc.error("gravity must be three finite numbers", "gravity")
+    tendons, chambers = _tendons(doc, names), _chambers(doc, names)
+    inputs = [("tendons", k, t.name) for k, t in enumerate(tendons)] + \
+        [("chambers", k, c.name) for k, c in enumerate(chambers)]
+    for j, (section, k, name) in enumerate(inputs):
+        if name in [n for _, _, n in inputs[:j]]:
+            raise doc.error(f"input '{name}': tendon and chamber names must be distinct", section, k, "name")
     try:
-        return SoftTree(modules, gravity=gravity)
+        tree = SoftTree(modules, gravity=gravity)
     except ValueError as exc:
         raise InputError(str(exc), file=str(path), field="modules") from None
+    if not inputs:
+        return tree, None
+    try:
+        return tree, Actuation(tree, tendons, chambers)
+    except ValueError as exc:
+        raise InputError(str(exc), file=str(path), field="chambers") from None
+
+
+def load_soft_tree(path: str | Path) -> SoftTree:
+    """The soft-module tree of a YAML file (see :func:`load_soft`)."""
+    return load_soft(path)[0]

@@ -101,7 +101,7 @@ def stock_body(kind: str, rng: np.random.Generator, leaf: bool = False) -> B.Bod
         return B.ModalBody(L, r, rho, 1, youngs_modulus=1e5)
     if kind == "lvp":
         return LVPBody(3 * L, r, rho, ["stretch", "bend_x", "twist", "shear_y"], n_axial=3,
-                       elastic_coefficient=1e4, relax_face=leaf)
+                       elastic_coefficient=1e4, relax_face=leaf, orthonormal_face=not leaf)
     # any user map: a box twisting and stretching along its axis, written with CasADi
     pts, w = quadrature.box((0.1, 0.06, L), rho, n=2)
 
@@ -112,13 +112,13 @@ def stock_body(kind: str, rng: np.random.Generator, leaf: bool = False) -> B.Bod
 
 def random_tree(kinds: Sequence[str], rng: np.random.Generator, branch: bool = False) -> SoftTree:
     """A chain (or a random tree) of the given bodies behind random revolute or fixed joints;
-    an LVP body, whose distal face deforms, only where it is a leaf (PCS elsewhere)."""
+    an LVP body, whose distal face deforms, relaxes it on a leaf and passes its orthonormalised
+    frame on elsewhere."""
     parents: List[Optional[int]] = [None] + [int(rng.integers(0, i)) if branch else i - 1
                                              for i in range(1, len(kinds))]
     leaves = set(range(len(kinds))) - set(parents)
     modules = []
     for i, kind in enumerate(kinds):
-        kind = "pcs" if kind == "lvp" and i not in leaves else kind
         joint = revolute(rng.standard_normal(3), Placement(np.eye(3), rng.uniform(-0.05, 0.05, 3))) \
             if rng.random() < 0.8 else FixedJoint()
         parent = None if parents[i] is None else f"m{parents[i]}"
