@@ -26,20 +26,17 @@ import pinocchio as pin
 from tsid import tsid_pywrap as tsid
 
 
-def main() -> int:
-    P = json.load(sys.stdin)
-    robot = tsid.RobotWrapper(P["urdf"], [], pin.JointModelFreeFlyer(), False)
+def _states(P):
+    """(q, v, CoM reference (pos, vel, acc), stance pattern, swing-foot references) per state."""
+    return [(np.array(s["q"]), np.array(s["v"]), [np.array(x) for x in s["com"]], s["stance"],
+             {f: [np.array(x) for x in t] + [np.array(s["swing_rotation"][f])] for f, t in s["swing"].items()})
+            for s in P["states"]]
+
+
+def _contacts(P, robot, data, keep):
+    """TSID's contact per declared contact (4-corner surface or point), at rest where it stands."""
     model = robot.model()
-    nv = model.nv
-    states = [(np.array(s["q"]), np.array(s["v"]), [np.array(x) for x in s["com"]], s["stance"],
-               {f: [np.array(x) for x in t] + [np.array(s["swing_rotation"][f])]
-                for f, t in s["swing"].items()}) for s in P["states"]]
-    q0, v0 = states[0][0], states[0][1]
-    invdyn = tsid.InverseDynamicsFormulationAccForce("tsid", robot, False)
-    invdyn.computeProblemData(0.0, q0, v0)
-    data = invdyn.data()
-    keep = []                                       # every object TSID references stays alive
-    contacts, force_refs = [], []
+    contacts = []
     for c in P["contacts"]:
         normal = np.array(c["normal"])
         if c["kind"] == "surface":
@@ -57,6 +54,13 @@ def main() -> int:
         contact.setReference(H_ref)
         contacts.append(contact)
         keep += [contact, H_ref]
+    return contacts
+
+
+def _motion_tasks(P, robot, invdyn, keep):
+    """CoM, base orientation and posture tasks added to ``invdyn``; one swing-foot task per
+    contact (added while its foot swings); torque and joint bounds when the problem has them."""
+    nv = robot.model().nv
     T = P["tasks"]
     com = tsid.TaskComEquality("com", robot)
     com.setKp(T["com"]["kp"] * np.ones(3))
@@ -96,41 +100,53 @@ def main() -> int:
         bounds.setAccelerationBounds(jb["a_max"] * np.ones(nv - 6))
         invdyn.addMotionTask(bounds, 1.0, 0, 0.0)
         keep.append(bounds)
-    # references: base orientation and posture fixed, CoM, forces and swing feet per state
-    base_ref = pin.SE3(np.array(P["base_rotation"]), np.zeros(3))
-    base_sample = tsid.TrajectorySample(12, 6)
-    base_sample.value(np.concatenate([np.zeros(3), base_ref.rotation.flatten(order="F")]))
-    base_sample.derivative(np.zeros(6))
-    base_sample.second_derivative(np.zeros(6))
+    return com, base, posture, swing_tasks
+
+
+def _sample(value, derivative, second_derivative, size=None):
+    s = tsid.TrajectorySample(*size) if size else tsid.TrajectorySample(len(value))
+    s.value(value)
+    s.derivative(derivative)
+    s.second_derivative(second_derivative)
+    return s
+
+
+def _references(P, states, base, posture, keep):
+    """Base orientation and posture references set (fixed); per state the CoM sample, the
+    contact force references (the weight shared by the stance points) and the swing samples."""
+    nv = len(P["posture_ref"]) + 6
+    base_sample = _sample(np.concatenate([np.zeros(3), np.array(P["base_rotation"]).flatten(order="F")]),
+                          np.zeros(6), np.zeros(6), (12, 6))
     base.setReference(base_sample)
-    posture_sample = tsid.TrajectorySample(nv - 6)
-    posture_sample.value(np.array(P["posture_ref"]))
-    posture_sample.derivative(np.zeros(nv - 6))
-    posture_sample.second_derivative(np.zeros(nv - 6))
+    posture_sample = _sample(np.array(P["posture_ref"]), np.zeros(nv - 6), np.zeros(nv - 6))
     posture.setReference(posture_sample)
-    com_samples, swing_samples = [], []
+    com_samples, force_refs, swing_samples = [], [], []
     for _, _, c, stance, swing in states:
-        s = tsid.TrajectorySample(3)
-        s.value(c[0])
-        s.derivative(c[1])
-        s.second_derivative(c[2])
-        com_samples.append(s)
+        com_samples.append(_sample(c[0], c[1], c[2]))
         share = P["weight"] / sum(k["n_points"] for k, down in zip(P["contacts"], stance) if down)
         force_refs.append([np.array([0.0, 0.0, share]) if k["kind"] == "point"
                            else np.array([0.0, 0.0, share * k["n_points"], 0.0, 0.0, 0.0])
                            for k in P["contacts"]])
-        per = {}
-        for frame, (pos, vel, acc, rot) in swing.items():
-            ts = tsid.TrajectorySample(12, 6)
-            ts.value(np.concatenate([pos, rot]))
-            ts.derivative(np.concatenate([vel, np.zeros(3)]))
-            ts.second_derivative(np.concatenate([acc, np.zeros(3)]))
-            per[frame] = ts
-        swing_samples.append(per)
+        swing_samples.append({frame: _sample(np.concatenate([pos, rot]), np.concatenate([vel, np.zeros(3)]),
+                                             np.concatenate([acc, np.zeros(3)]), (12, 6))
+                              for frame, (pos, vel, acc, rot) in swing.items()})
     keep += [base_sample, posture_sample, com_samples, swing_samples, force_refs]
+    return com_samples, force_refs, swing_samples
+
+
+def main() -> int:
+    P = json.load(sys.stdin)
+    robot = tsid.RobotWrapper(P["urdf"], [], pin.JointModelFreeFlyer(), False)
+    states = _states(P)
+    invdyn = tsid.InverseDynamicsFormulationAccForce("tsid", robot, False)
+    invdyn.computeProblemData(0.0, states[0][0], states[0][1])
+    keep = []                                       # every object TSID references stays alive
+    contacts = _contacts(P, robot, invdyn.data(), keep)
+    com, base, posture, swing_tasks = _motion_tasks(P, robot, invdyn, keep)
+    com_samples, force_refs, swing_samples = _references(P, states, base, posture, keep)
     solver = getattr(tsid, "Solver" + P.get("solver", "HQuadProgFast"))("qp")
     solver.resize(invdyn.nVar, invdyn.nEq, invdyn.nIn)
-    weight_f = P["force_regularization"]
+    weight_f, sw_weight = P["force_regularization"], P["swing_foot"]["weight"]
     down = [False] * len(contacts)                  # contacts currently in TSID's problem
     swinging = [False] * len(contacts)
     times, taus, dvs, statuses = [], [], [], []
@@ -155,7 +171,7 @@ def main() -> int:
                 elif c["frame"] in swing:
                     swing_tasks[i].setReference(swing_samples[k][c["frame"]])
                     if not swinging[i]:
-                        invdyn.addMotionTask(swing_tasks[i], sw["weight"], 1, 0.0)
+                        invdyn.addMotionTask(swing_tasks[i], sw_weight, 1, 0.0)
                         swinging[i] = True
             hqp = invdyn.computeProblemData(0.0, q, v)
             sol = solver.solve(hqp)
