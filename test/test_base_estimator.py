@@ -18,11 +18,12 @@ def robot():
 
 
 def stand_pose(robot):
-    """q_stand lifted so the lowest foot touches z = 0."""
+    """q_stand lifted so the lowest foot touches z = 0 (its frame, a sphere's centre, at the
+    sphere's radius, robot.yaml ``radius``)."""
     q = robot.q_stand.copy()
     data = robot.model.createData()
     pin.framesForwardKinematics(robot.model, data, q)
-    q[2] -= min(data.oMf[robot.model.getFrameId(c.frame)].translation[2] for c in robot.contacts)
+    q[2] -= min(data.oMf[robot.model.getFrameId(c.frame)].translation[2] - c.radius for c in robot.contacts)
     return q
 
 

@@ -2,6 +2,8 @@
 import shutil
 import textwrap
 
+import pytest
+
 from hybrid_dynamics.paths import robots_dir
 
 
@@ -44,6 +46,19 @@ def test_contact_frame_missing_from_urdf(cli, tmp_path):
           - {frame: leg9_foot}
         """))
     assert_user_error(cli("inspect", tmp_path / "robot.yaml"), "robot.yaml:5", "leg9_foot", "contacts")
+
+
+@pytest.mark.parametrize("radius", ["-0.01", "big", "true", "5.0"])
+def test_contact_radius_must_be_a_small_length(cli, tmp_path, radius):
+    shutil.copy(robots_dir() / "jethexa" / "jethexa.urdf", tmp_path)
+    (tmp_path / "robot.yaml").write_text(textwrap.dedent(f"""\
+        name: broken
+        urdf: jethexa.urdf
+        contacts:
+          - {{frame: leg1_foot, radius: 0.01}}
+          - {{frame: leg2_foot, radius: {radius}}}
+        """))
+    assert_user_error(cli("inspect", tmp_path / "robot.yaml"), "robot.yaml:5", "radius")
 
 
 def test_loop_yaml_naming_a_joint_the_urdf_lacks(cli, tmp_path):

@@ -111,3 +111,33 @@ def test_three_legs_stand_still_with_com_centred(robot):
     down = [r.position[:2] for r in refs[-1].feet.values() if r.stance]
     assert len(down) == 3 and margin(refs[-1].com_position[:2], convex_hull(down)) > 0.01
     assert np.allclose(refs[-1].base_position[:2], refs[-40].base_position[:2])
+
+
+def test_a_landing_foot_not_down_keeps_descending_until_measured_down(robot):
+    """Legs lost while the other tripod swings: the swinging feet land within
+    ``landing_time``. One measured still 8 mm up when its landing ends keeps descending at
+    ``search_speed`` (down to ``search_depth``) instead of being declared in stance in the air;
+    measured down, it is in stance at once; without measurements the landing ends on time."""
+    planner = LocomotionPlanner(robot)
+    planner.reset(0.0, standing_q(robot))
+    planner.set_command(0.1)
+    for t in np.arange(0.0, 0.3, 0.005):          # tripod {1, 4, 5} in the air at 0.3 s
+        planner.update(t)
+    t_loss = 0.3
+    planner.set_morphology(MorphologyMap(robot, Morphology.healthy(robot).remove_leg("leg1").remove_leg("leg2")), t_loss)
+    cfg, ground = planner.config, planner.ground
+    landing = set(planner.landing)
+    assert landing == {"leg4_foot", "leg5_foot"}
+    late = t_loss + cfg.landing_time + 0.01
+    up = {f: ground + 0.008 for f in landing}
+    ref = planner.update(late, up)
+    for f in landing:
+        foot = ref.feet[f]
+        assert not foot.stance and foot.velocity[2] == pytest.approx(-cfg.search_speed)
+        assert foot.position[2] == pytest.approx(ground - cfg.search_speed * (late - t_loss - cfg.landing_time))
+    down = dict(up, leg4_foot=ground + 0.5 * cfg.touch_tolerance)
+    ref = planner.update(late + 0.005, down)
+    assert ref.feet["leg4_foot"].stance and not ref.feet["leg5_foot"].stance
+    # the search gives up at search_depth: the foot is then taken as down
+    ref = planner.update(t_loss + cfg.landing_time + cfg.search_depth / cfg.search_speed + 0.01, down)
+    assert ref.feet["leg5_foot"].stance

@@ -5,6 +5,7 @@ import pinocchio as pin
 import pytest
 
 from hybrid_dynamics.errors import InputError
+from hybrid_dynamics.estimation.base_estimator import BaseEstimator, ImuSample
 from hybrid_dynamics.model.morphology import Morphology
 from hybrid_dynamics.model.robot import load_robot
 from hybrid_dynamics.sim.plant import ImuNoise, Plant
@@ -130,3 +131,26 @@ def test_unknown_damage_targets_are_user_errors(robot):
         plant.remove_links("leg1", 4)
     with pytest.raises(InputError):
         plant.lock_joint("knee")
+
+
+def test_estimated_standing_height_is_mujocos():
+    """The base estimator, fed the plant's encoders and IMU with every foot down, puts the
+    base where MuJoCo has it: its feet's contact frames (sphere centres) sit at their radius
+    above the ground (robot.yaml ``radius``), not at the ground (a 10 mm bias, with every
+    landing foot then stopping 10 mm short of the floor)."""
+    robot = load_robot("jethexa")
+    plant = Plant(robot)
+    hold(plant, robot.q_stand[7:], 1500)
+    assert plant.total_normal_force() == pytest.approx(robot.total_mass() * G, rel=2e-3)   # standing
+    est = BaseEstimator(robot)
+    names, pos, vel, _ = plant.joint_states()
+    model = robot.model
+    order = [names.index(model.names[j]) for j in range(2, model.njoints)]
+    imu = plant.imu()
+    stance = {c.frame: True for c in robot.contacts}
+    for k in range(50):
+        state = est.update(k * 0.002, pos[order], vel[order],
+                           ImuSample(imu.orientation, imu.angular_velocity, imu.linear_acceleration), stance)
+    truth = plant.q()[2]
+    assert abs(state.q[2] - truth) < 1.5e-3, (state.q[2], truth)
+    assert all(c.radius == 0.01 for c in robot.contacts)

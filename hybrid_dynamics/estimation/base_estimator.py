@@ -10,7 +10,7 @@ process    p+ = p + dt v + dt^2/2 a,  v+ = v + dt a,  p_f+ = p_f       a = R a_i
            foot process noise small in stance, huge in swing (a swinging foot is free)
 measure    p_fi - p = R r_i(q)                      leg kinematics (r_i in the base frame)
            v        = -R (w x r_i + J_i(q) qd)      a stance foot does not move
-           p_fi,z   = ground_height                 a stance foot is on the ground
+           p_fi,z   = ground_height + radius_i      a stance foot is on the ground
            every swing-foot row gets a huge noise, so it has no weight.
 
 Health (checked every cycle): the state and covariance are finite, the covariance of the
@@ -108,6 +108,8 @@ class BaseEstimator:
         self.model = robot.model
         self.data = self.model.createData()
         self.frames = [c.frame for c in robot.contacts]
+        # height of each contact frame on the ground: a foot sphere's centre is its radius up
+        self.contact_heights = self.config.ground_height + np.array([c.radius for c in robot.contacts])
         self.frame_ids = [self.model.getFrameId(f) for f in self.frames]
         self.nc = len(self.frames)
         self.nx = 6 + 3 * self.nc
@@ -214,7 +216,7 @@ class BaseEstimator:
         z[0:3 * nc] = r_w.ravel()
         v_meas = -(np.cross(w_b, r) + rd) @ R.T                # rows: -R (w x r_i + J_i qd)
         z[3 * nc:6 * nc] = v_meas.ravel()
-        z[6 * nc:] = cfg.ground_height
+        z[6 * nc:] = self.contact_heights
         big = cfg.swing_measurement_noise ** 2
         r_diag = np.empty(self.nz)
         r_diag[0:3 * nc] = np.repeat(np.where(self.active, cfg.kinematics_noise ** 2, big), 3)
@@ -277,11 +279,10 @@ class BaseEstimator:
         return state
 
     def _initialize(self, r_w: np.ndarray, contact: np.ndarray) -> None:
-        cfg = self.config
         use = contact if contact.any() else self.active
         p = np.zeros(3)
         if use.any():
-            p[2] = cfg.ground_height - float(np.min(r_w[use, 2]))
+            p[2] = float(np.max(self.contact_heights[use] - r_w[use, 2]))
         self.x[:] = 0.0
         self.x[0:3] = p
         for i in range(self.nc):

@@ -56,6 +56,7 @@ class Contact:
     kind: str                     # "point" or "surface"
     points: np.ndarray            # (k, 3) offsets in the frame; one zero row for a point
     leg: str
+    radius: float = 0.0           # m, height of the frame above the ground when touching (a foot sphere)
 
 
 class Robot:
@@ -280,7 +281,11 @@ def _contacts(doc: YamlDocument, model: pin.Model) -> List[Contact]:
             points = np.array([[lx, ly, 0], [lx, -ly, 0], [-lx, ly, 0], [-lx, -ly, 0]])
         else:
             raise doc.error(f"'{kind}' is not point or surface", "contacts", i, "type")
-        contacts.append(Contact(frame, kind, points, str(entry.get("leg", frame))))
+        radius = entry.get("radius", 0.0)
+        if isinstance(radius, bool) or not isinstance(radius, (int, float)) or not 0.0 <= radius < 1.0:
+            raise doc.error(f"radius {radius!r} is not a length in [0, 1) m (the height of the frame "
+                            "above the ground when the foot touches it)", "contacts", i, "radius")
+        contacts.append(Contact(frame, kind, points, str(entry.get("leg", frame)), float(radius)))
     return contacts
 
 
@@ -315,7 +320,7 @@ def _guessed_contacts(model: pin.Model):
               and f.parentJoint > 1 and names.count(f.name) == 1]
     contacts = [Contact(f, "point", np.zeros((1, 3)), f) for f in frames]
     legs = find_legs(model, frames)
-    return [Contact(c.frame, c.kind, c.points, leg.name) for c, leg in zip(contacts, legs)], legs
+    return [Contact(c.frame, c.kind, c.points, leg.name, c.radius) for c, leg in zip(contacts, legs)], legs
 
 
 def _from_mjcf(path: Path, base: Optional[str]) -> Robot:

@@ -5,9 +5,10 @@ A source has ``update(t, q) -> (References, planned stance)``.
 """
 from __future__ import annotations
 
-from typing import Mapping, Optional
+from typing import Dict, Mapping, Optional
 
 import numpy as np
+import pinocchio as pin
 
 from ..control.balance import WeightShift, WeightShiftReference
 from ..control.locomotion import LocomotionConfig, LocomotionPlanner
@@ -38,11 +39,20 @@ class GaitCore:
         self.robot = robot
         self.planner = LocomotionPlanner(robot, LocomotionConfig.from_dict(config))
         self.frames = [c.frame for c in robot.contacts]
+        self._frame_ids = {f: robot.model.getFrameId(f) for f in self.frames}
+        self._data = robot.model.createData()
         self.command = (0.0, 0.0, 0.0)
         self.started = False
         self.mmap: Optional[MorphologyMap] = None
         self.reference = None
         self.stance = {f: True for f in self.frames}
+
+    def _foot_heights(self, q: np.ndarray) -> Dict[str, float]:
+        """World z of every contact frame at the estimate ``q`` (healthy-size): the planner
+        confirms a landing foot's touch-down with it."""
+        model = self.robot.model
+        pin.framesForwardKinematics(model, self._data, q)
+        return {f: float(self._data.oMf[fid].translation[2]) for f, fid in self._frame_ids.items()}
 
     def set_command(self, vx: float, vy: float, wz: float) -> None:
         vals = (float(vx), float(vy), float(wz))
@@ -68,7 +78,7 @@ class GaitCore:
         """(References, planned stance: frame -> bool) at time ``t``."""
         if not self.started:
             self.start(t, q)
-        ref = self.planner.update(t)
+        ref = self.planner.update(t, self._foot_heights(q) if self.planner.landing else None)
         self.reference = ref
         self.stance = {f: ref.feet[f].stance if f in ref.feet else False for f in self.frames}
         return to_references(ref), self.stance

@@ -41,6 +41,7 @@ class StateCore:
         self.imu_received = -np.inf
         self.estimator = BaseEstimator(robot, params.get("estimator"))
         self.contacts = ContactStateEstimator(robot, params.get("contact_detection"))
+        self._radius = {c.frame: c.radius for c in robot.contacts}     # foot sphere: frame height on the ground
         self.force_estimator = ContactForceEstimator(robot)
         self.stale_timeout = float(params.get("stale_timeout", 0.05))
         self.rejected: Counter = Counter()              # by kind
@@ -200,7 +201,7 @@ class StateCore:
             if self.buffer.has_effort[self._required].all() and self.contacts.config.mode in ("auto", "force"):
                 f = self.force_estimator.forces(state.q, state.v, buf.tau)
                 forces_z = {k: float(x[2]) for k, x in f.items()}
-            heights = {k: float(p[2]) for k, p in state.feet.items()}
+            heights = {k: float(p[2]) - self._radius[k] for k, p in state.feet.items()}
             self._set_stance(self.contacts.update(heights=heights, forces_z=forces_z))
         self.last = state
         return state

@@ -51,6 +51,9 @@ class LocomotionConfig:
     stability_margin: float = 0.02      # m, CoM inside the support polygon
     settle_time: float = 0.4            # s after a morphology change before the new gait starts
     landing_time: float = 0.05          # s for a foot in the air at a morphology change to land (fast: a lost stance leg tips the body; 0.08 s let the CoM of six double losses leave the polygon, campaign)
+    touch_tolerance: float = 0.003      # m above the ground at which a measured foot counts as down
+    search_speed: float = 0.2           # m/s, a landing foot not down at the end of its landing keeps descending
+    search_depth: float = 0.03          # m below the ground the search goes before the foot is taken as down anyway
     max_speed: float = 0.15             # m/s, |cmd_vel| is clipped to this
     max_stride: float = 0.075           # m a stance foot may sweep under the body: caps the speed per gait
     max_yaw_rate: float = 0.5           # rad/s
@@ -405,9 +408,11 @@ class LocomotionPlanner:
             v *= cfg.max_speed / speed
         self.cmd = np.array([v[0], v[1], float(np.clip(wz, -cfg.max_yaw_rate, cfg.max_yaw_rate))])
 
-    def update(self, t: float) -> LocomotionReference:
+    def update(self, t: float, foot_heights: Optional[Mapping[str, float]] = None) -> LocomotionReference:
         """The references at ``t``: the body (ramped command, static-gait body offset or
-        planned CoM path), then every surviving foot (held, landing, stance or swing)."""
+        planned CoM path), then every surviving foot (held, landing, stance or swing).
+        ``foot_heights`` (world z of the contact frames, from the estimate) confirm the
+        touch-down of landing feet; without them a landing ends on time."""
         if self.t is None:
             raise RuntimeError("LocomotionPlanner.reset(t, q) must be called first")
         standing, cmd = self._advance(float(t))
@@ -420,7 +425,7 @@ class LocomotionPlanner:
         feet: Dict[str, FootReference] = {}
         for frame, nominal in self.nominal.items():
             if kept is None or frame in kept:
-                feet[frame] = self._foot_reference(frame, nominal, t, base, R, v_lin, a_lin)
+                feet[frame] = self._foot_reference(frame, nominal, t, base, R, v_lin, a_lin, foot_heights)
         return LocomotionReference(float(t), base, quat, v_lin, np.array([0.0, 0.0, moving * cmd[2]]), a_lin,
                                    com, feet, self.pattern.name, list(self.walking))
 
@@ -438,6 +443,22 @@ class LocomotionPlanner:
             self.N = self.N + np.array([v_world[0], v_world[1], cmd[2]]) * dt
         self.t = t
         return standing, cmd
+
+    def _touchdown_search(self, frame: str, p1: np.ndarray, late: float,
+                          foot_heights: Optional[Mapping[str, float]]) -> Optional[FootReference]:
+        """A landing foot measured above the ground ``late`` s after its landing should have
+        ended keeps descending at ``search_speed`` (down to ``search_depth`` below the
+        ground), rather than being declared in stance in the air: the QP would then hold it
+        there with zero acceleration and lean on a force the ground never gives (a pair of
+        legs lost while the other tripod swung: the body sank onto two feet, campaign)."""
+        cfg = self.config
+        z = None if foot_heights is None else foot_heights.get(frame)
+        depth = cfg.search_speed * late
+        if z is None or not np.isfinite(z) or z <= self.ground + cfg.touch_tolerance or depth > cfg.search_depth:
+            return None
+        pos = p1 - np.array([0.0, 0.0, depth])
+        self.feet_pos[frame] = pos
+        return FootReference(pos, np.array([0.0, 0.0, -cfg.search_speed]), np.zeros(3), False)
 
     def _plan_slot(self, t: float) -> None:
         """Static gaits: a new body target at the start of every slot, a CoM path that
@@ -490,7 +511,8 @@ class LocomotionPlanner:
         return base, pin.Quaternion(R).coeffs().copy(), v_lin, a_lin, com
 
     def _foot_reference(self, frame: str, nominal: np.ndarray, t: float, base: np.ndarray, R: np.ndarray,
-                        v_lin: np.ndarray, a_lin: np.ndarray) -> FootReference:
+                        v_lin: np.ndarray, a_lin: np.ndarray,
+                        foot_heights: Optional[Mapping[str, float]] = None) -> FootReference:
         """One foot at ``t``: held up with the body (a leg out of the gait), landing, in
         stance where it touched down, or on its swing arc towards the next foothold."""
         leg = self.leg_of[frame]
@@ -510,6 +532,9 @@ class LocomotionPlanner:
                 pos = p0 + bb * (p1 - p0)
                 self.feet_pos[frame] = pos
                 return FootReference(pos, dbb * (p1 - p0) / (tb - ta), ddbb * (p1 - p0) / (tb - ta) ** 2, False)
+            search = self._touchdown_search(frame, p1, t - tb, foot_heights)
+            if search is not None:
+                return search
             self.feet_pos[frame] = p1.copy()
             del self.landing[frame]
         phase = self.scheduler.phase(t, leg)
