@@ -4,6 +4,7 @@ of the feet that stay down, continuous swing trajectories landing where they aim
 import numpy as np
 import pinocchio as pin
 import pytest
+from scipy.spatial import ConvexHull
 
 from hybrid_dynamics.control.locomotion import LocomotionPlanner, tripod, wave
 from hybrid_dynamics.control.locomotion.gait import GaitScheduler, wave_order
@@ -129,15 +130,79 @@ def test_a_landing_foot_not_down_keeps_descending_until_measured_down(robot):
     landing = set(planner.landing)
     assert landing == {"leg4_foot", "leg5_foot"}
     late = t_loss + cfg.landing_time + 0.01
-    up = {f: ground + 0.008 for f in landing}
+    up = {f: np.array([0.0, 0.0, ground + 0.008]) for f in landing}
     ref = planner.update(late, up)
     for f in landing:
         foot = ref.feet[f]
         assert not foot.stance and foot.velocity[2] == pytest.approx(-cfg.search_speed)
         assert foot.position[2] == pytest.approx(ground - cfg.search_speed * (late - t_loss - cfg.landing_time))
-    down = dict(up, leg4_foot=ground + 0.5 * cfg.touch_tolerance)
+    down = dict(up, leg4_foot=np.array([0.0, 0.0, ground + 0.5 * cfg.touch_tolerance]))
     ref = planner.update(late + 0.005, down)
     assert ref.feet["leg4_foot"].stance and not ref.feet["leg5_foot"].stance
     # the search gives up at search_depth: the foot is then taken as down
     ref = planner.update(t_loss + cfg.landing_time + cfg.search_depth / cfg.search_speed + 0.01, down)
     assert ref.feet["leg5_foot"].stance
+
+
+def lose_front_pair_mid_swing(robot):
+    """A planner walking the tripod that loses legs 1 and 2 at 0.3 s, while {1, 4, 5} swing."""
+    planner = LocomotionPlanner(robot)
+    planner.reset(0.0, standing_q(robot))
+    planner.set_command(0.1)
+    for t in np.arange(0.0, 0.3, 0.005):
+        planner.update(t)
+    old = {f: planner._foothold_now(f) for f in ("leg4_foot", "leg5_foot")}
+    mmap = MorphologyMap(robot, Morphology.healthy(robot).remove_leg("leg1").remove_leg("leg2"))
+    planner.set_morphology(mmap, 0.3)
+    return planner, mmap, old
+
+
+def test_feet_in_the_air_at_a_loss_land_on_the_new_gaits_footholds(robot):
+    """Legs 1 and 2 lost while leg 4 swings: the CoM of what is left (Pinocchio) lies just
+    behind the middle feet's line if leg 4 lands where the tripod had it; it lands on the
+    wave gait's foothold (its leg turned forward to cover the lost front pair), which moves
+    the front edge of the four feet's polygon (scipy's Qhull) away from the CoM."""
+    planner, mmap, old = lose_front_pair_mid_swing(robot)
+    q = mmap.expand_q(mmap.reduce_q(standing_q(robot)))
+    q[:2] = planner.N[:2]
+    com = pin.centerOfMass(mmap.model, mmap.model.createData(), q)[:2]
+    stance = [planner.feet_pos[f] for f in ("leg3_foot", "leg6_foot")]
+
+    def inside(points):
+        hull = ConvexHull(np.array([p[:2] for p in points]))
+        return float(np.min(-(hull.equations[:, :2] @ com + hull.equations[:, 2])))
+
+    landed = [planner.landing[f][1] for f in ("leg4_foot", "leg5_foot")]
+    assert landed[0][0] - old["leg4_foot"][0] > 0.03                       # turned forward
+    assert np.allclose(landed[0][:2], planner._foothold_now("leg4_foot")[:2])
+    assert inside(stance + landed) > inside(stance + list(old.values())) + 0.02
+
+
+def test_a_swing_under_which_the_body_sinks_is_aborted_and_the_robot_stands(robot):
+    """Wave gait on the four legs left: during a swing, a measured CoM less than
+    ``abort_drop`` below its reference changes nothing; more than that, the swinging foot
+    lands straight down where it is and every foot stays down from then on ('stand')."""
+    planner, _, _ = lose_front_pair_mid_swing(robot)
+    cfg = planner.config
+    t = 0.3
+    while True:
+        t += 0.005
+        ref = planner.update(t)
+        swinging = [f for f, x in ref.feet.items() if not x.stance and f not in planner.landing
+                    and x.position[2] > planner.ground + 0.01]
+        if swinging and t > planner.scheduler.t0:
+            break
+    com_ref = ref.com_position.copy()
+    t += 0.005
+    ref = planner.update(t, com_measured=com_ref - [0.0, 0.0, 0.5 * cfg.abort_drop])
+    assert ref.gait == "wave" and not ref.feet[swinging[0]].stance
+    t += 0.005
+    ref = planner.update(t, com_measured=com_ref - [0.0, 0.0, 1.5 * cfg.abort_drop])
+    assert ref.gait == "stand"
+    p0, p1, _, t_land = planner.landing[swinging[0]]
+    assert np.allclose(p1[:2], p0[:2]) and p1[2] == pytest.approx(planner.ground)
+    assert t_land == pytest.approx(t + cfg.landing_time)
+    for t in np.arange(t + 0.005, t + 2.0, 0.005):
+        ref = planner.update(t)
+    assert all(x.stance for x in ref.feet.values()) and ref.gait == "stand"
+    assert ref.feet[swinging[0]].position[2] == pytest.approx(planner.ground)

@@ -5,7 +5,7 @@ A source has ``update(t, q) -> (References, planned stance)``.
 """
 from __future__ import annotations
 
-from typing import Dict, Mapping, Optional
+from typing import Mapping, Optional
 
 import numpy as np
 import pinocchio as pin
@@ -44,15 +44,22 @@ class GaitCore:
         self.command = (0.0, 0.0, 0.0)
         self.started = False
         self.mmap: Optional[MorphologyMap] = None
+        self._mdata = None
         self.reference = None
         self.stance = {f: True for f in self.frames}
 
-    def _foot_heights(self, q: np.ndarray) -> Dict[str, float]:
-        """World z of every contact frame at the estimate ``q`` (healthy-size): the planner
-        confirms a landing foot's touch-down with it."""
+    def _measured(self, q: np.ndarray):
+        """(world position of every contact frame, CoM of what is left) at the estimate ``q``
+        (healthy-size): the planner confirms a landing foot's touch-down with the first and
+        lets a static gait's foot lift once the CoM is inside the other feet's polygon."""
         model = self.robot.model
         pin.framesForwardKinematics(model, self._data, q)
-        return {f: float(self._data.oMf[fid].translation[2]) for f, fid in self._frame_ids.items()}
+        feet = {f: self._data.oMf[fid].translation.copy() for f, fid in self._frame_ids.items()}
+        if self.mmap is None:
+            com = pin.centerOfMass(model, self._data, q)
+        else:
+            com = pin.centerOfMass(self.mmap.model, self._mdata, self.mmap.expand_q(self.mmap.reduce_q(q)))
+        return feet, com
 
     def set_command(self, vx: float, vy: float, wz: float) -> None:
         vals = (float(vx), float(vy), float(wz))
@@ -64,6 +71,7 @@ class GaitCore:
 
     def set_morphology(self, morph: Morphology, t: float) -> None:
         self.mmap = None if morph.is_healthy() else MorphologyMap(self.robot, morph)
+        self._mdata = None if self.mmap is None else self.mmap.model.createData()
         if self.started:
             self.planner.set_morphology(self.mmap, t)
 
@@ -78,7 +86,7 @@ class GaitCore:
         """(References, planned stance: frame -> bool) at time ``t``."""
         if not self.started:
             self.start(t, q)
-        ref = self.planner.update(t, self._foot_heights(q) if self.planner.landing else None)
+        ref = self.planner.update(t, *self._measured(q))
         self.reference = ref
         self.stance = {f: ref.feet[f].stance if f in ref.feet else False for f in self.frames}
         return to_references(ref), self.stance

@@ -70,9 +70,14 @@ def wave(hips: Mapping[str, Sequence[float]], slot: float = 0.4, shift_fraction:
     n = len(order)
     if n <= 3:   # on three legs the robot can stand, not walk statically: every foot stays down
         # (fewer than three cannot even stand; all that is left is to keep every foot down)
-        return GaitPattern("stand", slot * n, tuple((leg, 0.0) for leg in order), 0.0, True, 1.0)
+        return stand(order, slot * n)
     offsets = tuple((leg, (k + shift_fraction) / n) for k, leg in enumerate(order))
     return GaitPattern("wave", slot * n, offsets, (1.0 - shift_fraction) / n, True, shift_fraction)
+
+
+def stand(legs: Sequence[str], period: float = 1.0) -> GaitPattern:
+    """Every foot down, the body shifted over them (a static pattern with no swing)."""
+    return GaitPattern("stand", float(period), tuple((leg, 0.0) for leg in legs), 0.0, True, 1.0)
 
 
 @dataclass

@@ -54,6 +54,7 @@ class LocomotionConfig:
     touch_tolerance: float = 0.003      # m above the ground at which a measured foot counts as down
     search_speed: float = 0.2           # m/s, a landing foot not down at the end of its landing keeps descending
     search_depth: float = 0.03          # m below the ground the search goes before the foot is taken as down anyway
+    abort_drop: float = 0.01            # m the measured CoM may sink below its reference while a static gait swings a foot; then the foot lands and the robot stands
     max_speed: float = 0.15             # m/s, |cmd_vel| is clipped to this
     max_stride: float = 0.075           # m a stance foot may sweep under the body: caps the speed per gait
     max_yaw_rate: float = 0.5           # rad/s
@@ -205,8 +206,12 @@ class LocomotionPlanner:
         # below the base at the standing pose), not the base height: a CoM target at the
         # base height lifts the body ~2 cm and drives the legs towards their joint limits
         self.com_dz = float(com0[2])
+        self._redistribute(legs, pattern)
         if self.t is not None and self.scheduler is not None:
             # feet in the air land during the settle time, straight down to their foothold
+            # of the new gait (the legs turned to cover a lost neighbour, _redistribute): a
+            # pair lost in front leaves the CoM near the middle feet's line, and a middle foot
+            # landing turned forward puts the support polygon's edge ahead of it (campaign)
             for frame in list(self.nominal):
                 leg = self.leg_of[frame]
                 if leg in self.walking and not self.scheduler.phase(t, leg).stance and leg in legs:
@@ -217,7 +222,6 @@ class LocomotionPlanner:
                     self.touchdown.pop(frame, None)
         self.walking = legs
         self.body_plan = None
-        self._redistribute(legs, pattern)
         self.pattern = pattern
         self.speed_limit = self.config.max_stride / max(pattern.stance_time, 1e-6)
         self.scheduler = GaitScheduler(pattern, t + settle)
@@ -233,6 +237,15 @@ class LocomotionPlanner:
                 self.body_plan = self._plan_body(t, p0, self.last_com_v)
                 if self.body_plan is not None:
                     self.plans.append(self.body_plan)
+
+    def _stand_still(self, t: float) -> None:
+        """Give up walking from ``t``: every walking foot stays (or lands) where it is and
+        the body shifts (minimum jerk) to put the CoM inside their polygon."""
+        self.pattern = gaits.stand(self.walking)
+        self.scheduler = GaitScheduler(self.pattern, t)
+        self.body_plan = None
+        self._slot_seen = None
+        self._plan_offset(t, t + 0.5, exclude=None)
 
     def _held_feet(self, model, q0: np.ndarray, legs: Sequence[str], mmap) -> Dict[str, np.ndarray]:
         """Base-frame targets of the feet of legs that do not walk (a joint locked), each
@@ -408,14 +421,20 @@ class LocomotionPlanner:
             v *= cfg.max_speed / speed
         self.cmd = np.array([v[0], v[1], float(np.clip(wz, -cfg.max_yaw_rate, cfg.max_yaw_rate))])
 
-    def update(self, t: float, foot_heights: Optional[Mapping[str, float]] = None) -> LocomotionReference:
+    def update(self, t: float, feet_measured: Optional[Mapping[str, np.ndarray]] = None,
+               com_measured: Optional[np.ndarray] = None) -> LocomotionReference:
         """The references at ``t``: the body (ramped command, static-gait body offset or
         planned CoM path), then every surviving foot (held, landing, stance or swing).
-        ``foot_heights`` (world z of the contact frames, from the estimate) confirm the
-        touch-down of landing feet; without them a landing ends on time."""
+        ``feet_measured`` (world positions of the contact frames, from the estimate) confirm
+        the touch-down of landing feet; without them a landing ends on time. ``com_measured``
+        (world CoM of the estimate) lets a static gait abort a swing under which the body
+        sinks (:meth:`_swing_aborted`)."""
         if self.t is None:
             raise RuntimeError("LocomotionPlanner.reset(t, q) must be called first")
-        standing, cmd = self._advance(float(t))
+        t = float(t)
+        if com_measured is not None:
+            self._swing_aborted(t, com_measured)
+        standing, cmd = self._advance(t)
         if self.pattern.static and not standing and self.pattern.swing_fraction > 0.0:
             self._plan_slot(t)
         R = _yaw_rot(self.N[2])
@@ -425,9 +444,32 @@ class LocomotionPlanner:
         feet: Dict[str, FootReference] = {}
         for frame, nominal in self.nominal.items():
             if kept is None or frame in kept:
-                feet[frame] = self._foot_reference(frame, nominal, t, base, R, v_lin, a_lin, foot_heights)
-        return LocomotionReference(float(t), base, quat, v_lin, np.array([0.0, 0.0, moving * cmd[2]]), a_lin,
+                feet[frame] = self._foot_reference(frame, nominal, t, base, R, v_lin, a_lin, feet_measured)
+        return LocomotionReference(t, base, quat, v_lin, np.array([0.0, 0.0, moving * cmd[2]]), a_lin,
                                    com, feet, self.pattern.name, list(self.walking))
+
+    def _swing_aborted(self, t: float, com: np.ndarray) -> bool:
+        """Static gaits: while a foot swings, the measured CoM more than ``abort_drop`` below
+        its reference height means the feet left down cannot carry the body (the CoM is
+        outside their polygon, or they are at a joint or torque limit): the swing is
+        aborted, the foot lands straight down within ``landing_time`` and the robot stands on
+        every foot (:meth:`_stand_still`) rather than walk a gait it cannot follow."""
+        if not self.pattern.static or self.pattern.swing_fraction <= 0.0 or t < self.scheduler.t0:
+            return False
+        if float(com[2]) > self.height + self.com_dz - self.config.abort_drop:
+            return False
+        swinging = [self.frame_of[leg] for leg in self.walking
+                    if not self.scheduler.phase(t, leg).stance and self.frame_of[leg] not in self.landing]
+        if not swinging:
+            return False
+        for frame in swinging:
+            target = self.feet_pos[frame].copy()
+            target[2] = self.ground
+            self.landing[frame] = (self.feet_pos[frame].copy(), target, t, t + self.config.landing_time)
+            self.lift_from.pop(frame, None)
+            self.touchdown.pop(frame, None)
+        self._stand_still(t)
+        return True
 
     def _advance(self, t: float):
         """Ramp the velocity command and integrate the nominal body pose ``N`` to ``t``;
@@ -445,14 +487,15 @@ class LocomotionPlanner:
         return standing, cmd
 
     def _touchdown_search(self, frame: str, p1: np.ndarray, late: float,
-                          foot_heights: Optional[Mapping[str, float]]) -> Optional[FootReference]:
+                          feet_measured: Optional[Mapping[str, np.ndarray]]) -> Optional[FootReference]:
         """A landing foot measured above the ground ``late`` s after its landing should have
         ended keeps descending at ``search_speed`` (down to ``search_depth`` below the
         ground), rather than being declared in stance in the air: the QP would then hold it
         there with zero acceleration and lean on a force the ground never gives (a pair of
         legs lost while the other tripod swung: the body sank onto two feet, campaign)."""
         cfg = self.config
-        z = None if foot_heights is None else foot_heights.get(frame)
+        p = None if feet_measured is None else feet_measured.get(frame)
+        z = None if p is None else float(p[2])
         depth = cfg.search_speed * late
         if z is None or not np.isfinite(z) or z <= self.ground + cfg.touch_tolerance or depth > cfg.search_depth:
             return None
@@ -512,7 +555,7 @@ class LocomotionPlanner:
 
     def _foot_reference(self, frame: str, nominal: np.ndarray, t: float, base: np.ndarray, R: np.ndarray,
                         v_lin: np.ndarray, a_lin: np.ndarray,
-                        foot_heights: Optional[Mapping[str, float]] = None) -> FootReference:
+                        feet_measured: Optional[Mapping[str, np.ndarray]] = None) -> FootReference:
         """One foot at ``t``: held up with the body (a leg out of the gait), landing, in
         stance where it touched down, or on its swing arc towards the next foothold."""
         leg = self.leg_of[frame]
@@ -532,7 +575,7 @@ class LocomotionPlanner:
                 pos = p0 + bb * (p1 - p0)
                 self.feet_pos[frame] = pos
                 return FootReference(pos, dbb * (p1 - p0) / (tb - ta), ddbb * (p1 - p0) / (tb - ta) ** 2, False)
-            search = self._touchdown_search(frame, p1, t - tb, foot_heights)
+            search = self._touchdown_search(frame, p1, t - tb, feet_measured)
             if search is not None:
                 return search
             self.feet_pos[frame] = p1.copy()
