@@ -89,6 +89,12 @@ def test_outcome_from_a_free_fall_and_a_slow_descent():
     pos[:, 2] = 0.11
     assert classify("completed", t, pos, rpy, 0.0, 0.12, 0.1, 0.05)["outcome"] == "walked"
     assert classify("completed", t, pos, rpy, 0.0, 0.12, 0.1, 0.0)["outcome"] == "stood"
+    # a dip the legs catch above the ground (the body's bottom still up) and walk on from
+    pos[:, 2] = np.where(t < 0.5, 0.11, np.maximum(0.11 - 0.3 * (t - 0.5), 0.04))
+    pos[t > 0.8, 2] = 0.11
+    assert classify("completed", t, pos, rpy, 0.0, 0.12, 0.1, 0.05)["outcome"] == "walked"
+    pos[:, 2] = np.where(t < 0.5, 0.11, np.maximum(0.11 - 0.3 * (t - 0.5), 0.02))
+    assert classify("completed", t, pos, rpy, 0.0, 0.12, 0.1, 0.0)["outcome"] == "fell"
     rpy[-1, 0] = np.radians(50.0)
     assert classify("fell: tilt over 45 deg", t, pos, np.degrees(rpy), 0.0, 0.12, 0.1, 0.0)["outcome"] == "fell"
 
