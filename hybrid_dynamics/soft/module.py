@@ -49,6 +49,15 @@ def body_points_local(body: Body, qB, xs: Optional[np.ndarray] = None):
     return ca.vertcat(*[RB.T @ (p - tB) for p in body.map_points(xs, qB)])
 
 
+def module_transform(module: Module) -> ca.Function:
+    """q_i -> (R, t) of ``^{i-1}T_i = T_J T_B`` [Pustina 2024, Eq. (9)] alone (no body integrals):
+    what poses, material points and tendons need."""
+    q = ca.SX.sym("q", module.nq)
+    RJ, tJ = module.joint.transform(segment(q, 0, module.joint.nq))
+    RB, tB = module.body.distal_transform(segment(q, module.joint.nq, module.nq))
+    return ca.Function(f"transform_{module.name}", [q], [ca.densify(RJ @ RB), ca.densify(tJ + RJ @ tB)])
+
+
 def module_terms(module: Module) -> ca.Function:
     """The compiled function (q_i, v_i, a_i) -> TERM_NAMES of one module."""
     joint, body = module.joint, module.body

@@ -14,7 +14,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import casadi as ca
 import numpy as np
 
-from hybrid_dynamics.soft.module import Module, TERM_NAMES, check_distal_face, module_terms
+from hybrid_dynamics.soft.module import Module, TERM_NAMES, check_distal_face, module_terms, module_transform
 from hybrid_dynamics.soft.symbolic import segment, skew
 
 GRAVITY = np.array([0.0, 0.0, -9.81])
@@ -49,6 +49,7 @@ class SoftTree:
         self.nq, self.nv = nq, nv
         self.gravity = np.asarray(gravity, float)
         self.terms = [module_terms(m) for m in self.modules]
+        self.transforms = [module_transform(m) for m in self.modules]
         q, v, a, a0 = ca.MX.sym("q", nq), ca.MX.sym("v", nv), ca.MX.sym("a", nv), ca.MX.sym("a0", 3)
         Q, _ = self._recursion(q, v, a, a0, with_mass=False)
         self._iid = ca.Function("iid", [q, v, a, a0], [Q]).expand()
@@ -165,12 +166,11 @@ class SoftTree:
     def symbolic_poses(self, q) -> List[Tuple]:
         """World (R, p) of every distal frame {S_i}."""
         poses: List[Tuple] = []
-        for i, fn in enumerate(self.terms):
-            nv = self.modules[i].nv
-            d = dict(zip(TERM_NAMES, fn(self._q(q, i), ca.MX.zeros(nv), ca.MX.zeros(nv))))
+        for i, fn in enumerate(self.transforms):
+            R, t = fn(self._q(q, i))
             p = self.parent[i]
             Rp, tp = poses[p] if p >= 0 else (ca.MX.eye(3), ca.MX.zeros(3))
-            poses.append((Rp @ d["R"], tp + Rp @ d["t"]))
+            poses.append((Rp @ R, tp + Rp @ t))
         return poses
 
     # ---------------------------------------------------------------- numeric entry points
