@@ -33,6 +33,35 @@ def test_tripod_alternates_paper_groups(robot):
     assert {l for l, s in sched.stance(0.3).items() if not s} == {"leg1", "leg4", "leg5"}
 
 
+@pytest.mark.parametrize("start", [0.004, 0.31, 0.6499, 0.65, 0.66, 0.97, 2.0])
+def test_a_planner_steps_in_the_phase_of_the_clock_whenever_it_starts(robot, start):
+    """Two controllers started at different instants on one clock (one process, or one
+    process per node) plan the same stance at the same time once both step; before its first
+    swing every foot is down (a slot begun less than 2 % of a swing ago is joined). Reference:
+    the tripod's definition on the clock, leg group 1
+    swinging in [k T, (k + 1/2) T), group 2 in [(k + 1/2) T, (k + 1) T), independent of
+    the scheduler's arithmetic."""
+    T = 1.3
+    group1, group2 = (set(g) for g in robot.gait_groups)
+    planner = LocomotionPlanner(robot, {"tripod_period": T})
+    planner.reset(start, standing_q(robot))
+    t0 = planner.scheduler.t0
+    assert start - 0.02 * T / 2 - 1e-9 <= t0 < start + T / 2 + 1e-9    # the next half-period boundary
+    assert abs(t0 / (T / 2) - round(t0 / (T / 2))) < 1e-9
+    swung = set()
+    for t in np.arange(start, 4.0, 0.005):
+        up = {planner.leg_of[f] for f, r in planner.update(t).feet.items() if not r.stance}
+        if t < t0 - 1e-9:
+            assert up == set(), (t, up)
+            continue
+        u = (t / T) % 1.0
+        if min(u, abs(u - 0.5), 1.0 - u) < 1e-6:
+            continue                                            # at a boundary either group may be listed
+        assert up == (group1 if u < 0.5 else group2), (t, up)
+        swung |= up
+    assert swung == group1 | group2                              # non-vacuous: both tripods stepped
+
+
 def test_wave_order_is_a_crawl_for_four_legs():
     hips = {"leg1": (0.09, -0.05), "leg2": (0.09, 0.05), "leg5": (-0.09, -0.05), "leg6": (-0.09, 0.05)}
     assert wave_order(hips) == ["leg6", "leg2", "leg5", "leg1"]

@@ -219,13 +219,17 @@ class Plant:
         """PD of the actuated joints to their coordinates in ``q_ref`` (Pinocchio q) for
         ``seconds``, so that every foot is down when the controller starts (the scenario
         runners do this before control). Passive joints of closed linkages have no motor:
-        they follow. The gains are per joint coordinate (N m/rad, or N/m on a linear actuator)."""
+        they follow. The gains are per joint coordinate (N m/rad, or N/m on a linear actuator).
+        The plant's clock then restarts at 0: t = 0 is when control starts, the origin of a
+        scenario's times and of the gait's phase (control/locomotion/gait.py), whichever
+        graph runs the plant."""
         ia = [self.joint_names.index(n) for n in self.actuated_joints]
         q_a = np.asarray(q_ref, float)[7:][ia]
         for _ in range(int(seconds / self.timestep)):       # as the runner always did (299 steps for 0.3 s)
             q, v = self.q(), self.v()
             self.set_torques(kp * (q_a - q[7:][ia]) - kd * v[6:][ia])
             self.step()
+        self.data.time = 0.0
 
     def joint_ground_truth(self):
         """(names, positions, velocities) of every 1-DoF joint, passive ones included

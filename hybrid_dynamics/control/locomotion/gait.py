@@ -89,27 +89,52 @@ class LegPhase:
 
 
 class GaitScheduler:
-    """Evaluates a :class:`GaitPattern` started at time ``t0`` (every foot down before it)."""
+    """Evaluates a :class:`GaitPattern` started at time ``t0`` (every foot down before it),
+    its cycles counted from ``origin`` (default ``t0``): leg ``i`` swings in ``[origin + (k +
+    o_i) T, origin + (k + o_i + d_s) T)`` for every such interval that starts at or after
+    ``t0``."""
 
-    def __init__(self, pattern: GaitPattern, t0: float = 0.0):
+    JOIN = 0.02          # of a swing: how late a controller may join a slot (on_clock)
+
+    def __init__(self, pattern: GaitPattern, t0: float = 0.0, origin: Optional[float] = None):
         self.pattern = pattern
         self.t0 = float(t0)
+        self.origin = self.t0 if origin is None else float(origin)
         self.offsets: Dict[str, float] = dict(pattern.offsets)
+
+    @classmethod
+    def on_clock(cls, pattern: GaitPattern, t: float, origin: float = 0.0) -> "GaitScheduler":
+        """The pattern's phase a function of the clock alone (cycles counted from ``origin``),
+        starting with the first slot (a swing, or for a static gait the shift before it) that
+        begins at or after ``t``, or that began less than ``JOIN`` of a swing before it (a
+        controller whose first cycle comes one control period after the origin joins that
+        slot: the foot is then 0.02 mm above its start): two controllers started at different
+        instants on one clock step in phase."""
+        p = cls(pattern, t, origin)
+        if pattern.swing_fraction <= 0.0:
+            return p
+        T = pattern.period
+        lead = pattern.shift_fraction * T / len(pattern.offsets) if pattern.static else 0.0
+        t_join = t - cls.JOIN * pattern.swing_time
+        first = min(origin + (np.ceil((t_join + lead - origin) / T - o - 1e-9) + o) * T for o in p.offsets.values())
+        return cls(pattern, first - lead, origin)
 
     def phase(self, t: float, leg: str) -> LegPhase:
         p = self.pattern
         if p.swing_fraction <= 0.0 or t < self.t0:
             return LegPhase(True, 0.0, self.t0 if t >= self.t0 else -np.inf, np.inf)
         T = p.period
-        tau = (t - self.t0) / T
+        tau = (t - self.origin) / T
         cycle = np.floor(tau)
-        start_swing = (cycle + self.offsets[leg]) * T + self.t0
+        start_swing = (cycle + self.offsets[leg]) * T + self.origin
         if start_swing > t:
             start_swing -= T
         end_swing = start_swing + p.swing_time
         if t < end_swing and start_swing >= self.t0 - 1e-9:
             return LegPhase(False, (t - start_swing) / p.swing_time, start_swing, end_swing)
-        first = self.t0 + self.offsets[leg] * T     # before a leg's first swing it has stood since t0
+        # before a leg's first swing (the first of its swing starts at or after t0) it has stood since t0
+        first = self.origin + (np.ceil((self.t0 - self.origin) / T - self.offsets[leg] - 1e-9)
+                               + self.offsets[leg]) * T
         start = max(end_swing, self.t0) if t >= first else self.t0
         end = start_swing + T if t >= first else first
         return LegPhase(True, (t - start) / max(end - start, 1e-9), start, end)
@@ -122,8 +147,8 @@ class GaitScheduler:
         p = self.pattern
         n = len(p.offsets)
         length = p.period / n
-        k = int(np.floor((t - self.t0) / length))
-        start = self.t0 + k * length
+        k = int(np.floor((t - self.origin) / length))
+        start = self.origin + k * length
         return k % n, start, start + length
 
     def next_swing(self, t: float, leg: str) -> Optional[Tuple[float, float]]:

@@ -140,7 +140,11 @@ class LocomotionPlanner:
 
     # ------------------------------------------------------------------ set-up
     def reset(self, t: float, q: np.ndarray) -> None:
-        """Start standing at the measured configuration ``q`` (every foot down where it is)."""
+        """Start standing at the measured configuration ``q`` (every foot down where it is).
+        The gait's cycles are counted from t = 0 of the clock (:meth:`GaitScheduler.on_clock`):
+        it steps from its first slot at or after ``t``, so planners started at different
+        instants on one clock (one process, or one process per node) are in the same phase
+        at the same time."""
         model = self.robot.model
         data = model.createData()
         pin.framesForwardKinematics(model, data, q)
@@ -164,7 +168,7 @@ class LocomotionPlanner:
         self.body_plan: Optional[ComPath] = None
         self.plans: List[ComPath] = []          # every CoM path planned (tests and plots read them)
         self.last_com_v = np.zeros(2)
-        self.set_morphology(self.morphology_map, t, settle=0.0)
+        self.set_morphology(self.morphology_map, t, settle=0.0, phase_origin=0.0)
 
     def walking_legs(self, mmap=None) -> List[str]:
         if mmap is None:
@@ -188,8 +192,11 @@ class LocomotionPlanner:
             return gaits.tripod(groups, cfg.tripod_period)
         return gaits.wave({leg: self.hips[leg] for leg in legs}, cfg.wave_period / len(legs), cfg.shift_fraction)
 
-    def set_morphology(self, mmap, t: float, settle: Optional[float] = None) -> None:
-        """Re-plan for a new morphology (``None``: healthy) from time ``t``."""
+    def set_morphology(self, mmap, t: float, settle: Optional[float] = None,
+                       phase_origin: Optional[float] = None) -> None:
+        """Re-plan for a new morphology (``None``: healthy) from time ``t``; the new gait
+        starts after ``settle``, its cycles counted from then, or from ``phase_origin`` on
+        the clock (:meth:`reset`)."""
         self.morphology_map = mmap
         legs = self.walking_legs(mmap)
         pattern = self.choose_gait(legs)
@@ -224,7 +231,8 @@ class LocomotionPlanner:
         self.body_plan = None
         self.pattern = pattern
         self.speed_limit = self.config.max_stride / max(pattern.stance_time, 1e-6)
-        self.scheduler = GaitScheduler(pattern, t + settle)
+        self.scheduler = GaitScheduler(pattern, t + settle) if phase_origin is None else \
+            GaitScheduler.on_clock(pattern, t + settle, phase_origin)
         self._slot_seen = None
         if pattern.static:
             # shift right away into the polygon of every walking foot, then per slot
