@@ -4,6 +4,7 @@ takes /effort_controller/commands; wall-clock paced) and rviz2.
 
     ros2 launch hybrid_dynamics sim.launch.py robot:=jethexa rviz:=true
     ros2 topic pub -r 10 /cmd_vel geometry_msgs/Twist "{linear: {x: 0.1}}"
+    ros2 launch hybrid_dynamics sim.launch.py damage:="[{remove_leg: leg3}]" damage_at:=3.0
 
 ``hybrid-dynamics demo`` runs the same nodes in one process, the plant in lock-step with the
 controller (docs/ros.md).
@@ -23,7 +24,8 @@ from hybrid_dynamics.ros import launch_graph
 def nodes(context):
     """The plant of ``launch_graph.simulator`` and, with ``rviz:=true``, rviz2."""
     arg = lambda name: LaunchConfiguration(name).perform(context)   # noqa: E731
-    graph = [launch_graph.simulator(arg("robot"), lockstep=arg("lockstep").lower() == "true")]
+    graph = [launch_graph.simulator(arg("robot"), lockstep=arg("lockstep").lower() == "true",
+                                    damage=arg("damage"), damage_at=float(arg("damage_at")))]
     if arg("rviz").lower() == "true":
         graph.append(launch_graph.rviz(get_package_share_directory(launch_graph.PACKAGE),
                                        use_sim_time=arg("use_sim_time").lower() == "true"))
@@ -40,6 +42,9 @@ def generate_launch_description():
         DeclareLaunchArgument("gait", default_value="true"),
         DeclareLaunchArgument("lockstep", default_value="false",
                               description="the plant advances one control period per command (a slow or shared machine)"),
+        DeclareLaunchArgument("damage", default_value="",
+                              description="damage the plant suffers at damage_at (YAML of /sim/damage)"),
+        DeclareLaunchArgument("damage_at", default_value="0.0", description="s of simulated time"),
         IncludeLaunchDescription(
             PythonLaunchDescriptionSource(os.path.join(share, "launch", "bringup.launch.py")),
             launch_arguments={name: LaunchConfiguration(name)

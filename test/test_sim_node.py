@@ -4,6 +4,7 @@ import time
 
 import numpy as np
 import pytest
+import yaml
 import rclpy
 from rclpy.context import Context
 from rclpy.executors import SingleThreadedExecutor
@@ -54,9 +55,10 @@ def test_sim_node_publishes_sensors_and_applies_commands():
         rclpy.shutdown(context=ctx)
 
 
-def test_lockstep_advances_one_period_per_command_and_damages_at_the_hook():
+def test_lockstep_advances_one_period_per_command_and_damages_at_its_time():
     """``lockstep``: no command, no physics (beyond the start-up watchdog); each command
-    advances exactly one publish period; a step hook damages the plant at an exact time and
+    advances exactly one publish period; the scheduled damage (``damage`` at ``damage_at``
+    on the plant's clock, which restarts at 0 after the settle) happens at its time exactly and
     /sim/ground_truth/morphology says so."""
     from rclpy.parameter import Parameter
     from rclpy.qos import DurabilityPolicy
@@ -65,9 +67,10 @@ def test_lockstep_advances_one_period_per_command_and_damages_at_the_hook():
     rclpy.init(context=ctx)
     try:
         params = [Parameter("lockstep", value=True), Parameter("publish_rate", value=200.0),
-                  Parameter("lockstep_timeout", value=30.0), Parameter("settle", value=0.3)]
+                  Parameter("lockstep_timeout", value=30.0), Parameter("settle", value=0.3),
+                  Parameter("damage", value="[{remove_leg: leg3}]"), Parameter("damage_at", value=0.02)]
         sim = MujocoSimNode(context=ctx, parameter_overrides=params)
-        assert sim.plant.time == pytest.approx(0.3)
+        assert sim.plant.time == pytest.approx(0.0)            # the clock restarts when the settle ends
         probe = Node("probe", context=ctx)
         got, morph, forces = [], [], []
         probe.create_subscription(JointState, "/joint_states", got.append,
@@ -79,8 +82,6 @@ def test_lockstep_advances_one_period_per_command_and_damages_at_the_hook():
         ex = SingleThreadedExecutor(context=ctx)
         ex.add_node(sim)
         ex.add_node(probe)
-        sim.step_hooks.append(lambda t: t >= 0.32 - 1e-9 and sim.morphology.is_healthy()
-                              and sim.damage(sim.morphology.remove_leg("leg3")))
         deadline = time.time() + 20
         while cmd.get_subscription_count() < 1 and time.time() < deadline:
             ex.spin_once(timeout_sec=0.05)
@@ -92,7 +93,7 @@ def test_lockstep_advances_one_period_per_command_and_damages_at_the_hook():
             deadline = time.time() + 20
             while len(got) == n and time.time() < deadline:
                 ex.spin_once(timeout_sec=0.05)
-            assert sim.plant.time == pytest.approx(0.3 + 0.005 * (k + 1))
+            assert sim.plant.time == pytest.approx(0.005 * (k + 1))
         stamps = [m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec for m in got]
         assert np.allclose(np.diff(stamps), 0.005)
         assert sim.watchdog_steps == 0 and sim.commands == 10
@@ -101,7 +102,58 @@ def test_lockstep_advances_one_period_per_command_and_damages_at_the_hook():
         while (not morph or len(forces) < 10) and time.time() < deadline:
             ex.spin_once(timeout_sec=0.05)
         assert morph and "leg3 removed" in morph[-1].data
+        assert yaml.safe_load(morph[-1].data)["t"] == pytest.approx(0.02)   # scheduled: at its time exactly
         assert len(forces) == 10 and len(forces[0].data) == 3 * len(sim.robot.contacts)
+        ex.shutdown()
+        sim.destroy_node()
+        probe.destroy_node()
+    finally:
+        rclpy.shutdown(context=ctx)
+
+
+def test_a_scheduled_damage_that_does_not_apply_fails_at_start():
+    ctx = Context()
+    rclpy.init(context=ctx)
+    try:
+        from rclpy.parameter import Parameter
+        from hybrid_dynamics.errors import InputError
+        with pytest.raises(InputError, match="leg9"):
+            MujocoSimNode(context=ctx, parameter_overrides=[Parameter("damage", value="remove_leg: leg9")])
+    finally:
+        rclpy.shutdown(context=ctx)
+
+
+def test_real_time_plant_waits_for_a_starved_controller():
+    """Real time (not lock-step): the physics advances with the wall clock only while the
+    last command is at most ``max_command_age`` old (simulated time), and not before the
+    first one: a controller that falls behind slows the simulation down instead of losing it."""
+    from rclpy.parameter import Parameter
+    ctx = Context()
+    rclpy.init(context=ctx)
+    try:
+        params = [Parameter("publish_rate", value=500.0), Parameter("lockstep_timeout", value=30.0),
+                  Parameter("max_command_age", value=0.01)]
+        sim = MujocoSimNode(context=ctx, parameter_overrides=params)
+        probe = Node("probe", context=ctx)
+        cmd = probe.create_publisher(Float64MultiArray, "/effort_controller/commands", 10)
+        ex = SingleThreadedExecutor(context=ctx)
+        ex.add_node(sim)
+        ex.add_node(probe)
+
+        def spin(seconds):
+            end = time.time() + seconds
+            while time.time() < end:
+                ex.spin_once(timeout_sec=0.01)
+        spin(0.3)
+        assert sim.plant.time == 0.0 and sim.waits > 0               # no command yet: it waits
+        deadline = time.time() + 20
+        while sim.commands == 0 and time.time() < deadline:
+            cmd.publish(Float64MultiArray(data=[0.0] * 18))
+            ex.spin_once(timeout_sec=0.05)
+        t_cmd = sim.command_time
+        spin(0.5)                                                    # 250 periods of wall time
+        # then it ran on to 0.01 s past that command, one 2 ms period at a time, and waits
+        assert sim.plant.time == pytest.approx(t_cmd + 0.012)
         ex.shutdown()
         sim.destroy_node()
         probe.destroy_node()

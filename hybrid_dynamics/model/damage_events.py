@@ -100,8 +100,10 @@ def apply_damage_yaml(morph: Morphology, text: str,
     return new
 
 
-def morphology_to_yaml(robot_name: str, morph: Morphology, revision: int, source: Optional[str] = None) -> str:
-    """``source``: what made the change (topic, parameter, detected, ...), when known."""
+def morphology_to_yaml(robot_name: str, morph: Morphology, revision: int, source: Optional[str] = None,
+                       t: Optional[float] = None) -> str:
+    """``source``: what made the change (topic, parameter, detected, ...), when known; ``t``:
+    when it happened (s of the clock), when known."""
     data = {
         "robot": robot_name,
         "revision": int(revision),
@@ -111,6 +113,8 @@ def morphology_to_yaml(robot_name: str, morph: Morphology, revision: int, source
     }
     if source is not None:
         data["source"] = source
+    if t is not None:
+        data["t"] = float(t)
     return yaml.safe_dump(data, sort_keys=False)
 
 

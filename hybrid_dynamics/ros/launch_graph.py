@@ -70,11 +70,13 @@ def bringup(robot: str, parameter_file: str, use_sim_time: bool, gait: bool, loc
     return nodes
 
 
-def simulator(robot: str, lockstep: bool = False) -> NodeLaunch:
+def simulator(robot: str, lockstep: bool = False, damage: str = "", damage_at: float = 0.0) -> NodeLaunch:
     """sim.launch.py's MuJoCo plant (publishes /clock): wall-clock paced at 1 kHz, or with
     ``lockstep`` one control period (2 ms) per command it receives, as fast as the
-    controller computes (a loaded machine slows the run down, not the control)."""
-    params = {"robot": robot, "settle": 0.3, **({"lockstep": True, "publish_rate": 500.0} if lockstep else {})}
+    controller computes (a loaded machine slows the run down, not the control). ``damage``
+    (the YAML of /sim/damage) happens to the plant at ``damage_at`` s of its clock, exactly."""
+    params = {"robot": robot, "settle": 0.3, **({"lockstep": True, "publish_rate": 500.0} if lockstep else {}),
+              **({"damage": damage, "damage_at": float(damage_at)} if damage else {})}
     return NodeLaunch(PACKAGE, "mujoco_sim", "mujoco_sim", (params,))
 
 

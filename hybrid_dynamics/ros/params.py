@@ -171,8 +171,15 @@ MUJOCO_SIM: Spec = {
     "lockstep": Param(False, "advance one publish period per command received (lock-step with a "
                              "controller triggered by joint states)"),
     "lockstep_timeout": Param(0.5, "s without a command before a lock-step plant steps anyway", (1e-3, 60.0)),
+    "max_command_age": Param(0.02, "real time: the physics waits while the last command is older than this "
+                                   "(s of simulated time; a starved controller slows the simulation down "
+                                   "instead of losing it); 0: never waits", POSITIVE),
     "settle": Param(0.0, "s of joint PD on the standing pose before the first message", POSITIVE),
     "clock_rate": Param(0.0, "Hz of /clock (0: with every sensor message)", POSITIVE),
+    "damage": Param("", "damage events (the YAML of morphology_manager/damage) the plant suffers at "
+                        "damage_at; empty: none"),
+    "damage_at": Param(0.0, "s after the settle (the plant's clock at its first message) at which "
+                            "damage happens, exactly, in the plant's step", POSITIVE),
     **config_group("sensors", ImuNoise),
 }
 

@@ -9,9 +9,9 @@ One rclpy context and executor (ros/graph.py) host
   whole_body_controller ``trigger: joint_states`` (one cycle per joint state), ``gait: true``
                         (owns the locomotion planner, follows /cmd_vel and the morphology)
   morphology_manager    ~/damage, and automatic detection (``detector: true``)
-  scenario_driver       /cmd_vel (10 Hz of simulated time); at the damage time, the plant is
-                        damaged (exactly, in the sim's step hook) and, if declared, the event
-                        goes to /morphology_manager/damage
+  scenario_driver       /cmd_vel (10 Hz of simulated time); when the plant has been damaged
+                        (its ``damage`` at ``damage_at``: exactly, in its step, as under
+                        sim.launch.py), if declared, the event goes to /morphology_manager/damage
   bag_recorder          every topic, MCAP (ros/bag.py)
 
 Every node runs on simulated time (``use_sim_time``, /clock); nothing paces the simulation
@@ -35,7 +35,6 @@ from std_msgs.msg import String
 
 from ..errors import InputError
 from ..estimation.damage_detector import DamageDetectorConfig
-from ..model.damage_events import apply_event
 from ..model.morphology import Morphology
 from ..sim.log import Log
 from ..sim.recording import closed_chain_metrics, log_from_bag
@@ -58,13 +57,12 @@ STALL_S = 20.0          # wall seconds without simulated progress: the run is st
 class ScenarioDriver(LeanNode):
     """/cmd_vel of the scenario, and its damage at the scenario time (module docstring)."""
 
-    def __init__(self, scenario, sim, t_start: float, declared: bool, **kwargs):
+    def __init__(self, scenario, sim, declared: bool, **kwargs):
         super().__init__("scenario_driver", **kwargs)
         self.sc, self.sim = scenario, sim
         self.declared = declared
         self.cmd_pub = self.create_publisher(Twist, "/cmd_vel", 10)
         self.damage_pub = self.create_publisher(String, "/morphology_manager/damage", 10)
-        self.damage_time = None if scenario.damage_at is None else t_start + scenario.damage_at
         self.t_damage: Optional[float] = None
         self.true_morphology: Optional[Morphology] = None
         self.twist = Twist()
@@ -79,15 +77,10 @@ class ScenarioDriver(LeanNode):
         self.cmd_pub.publish(self.twist)
 
     def on_step(self, t: float) -> None:
-        if self.damage_time is None or self.t_damage is not None or t < self.damage_time - 1e-9:
+        if self.sim.damaged_at is None or self.t_damage is not None:
             return
-        plant = self.sim.plant
-        morph = self.sim.morphology
-        for event in self.sc.damage_events:
-            morph = apply_event(morph, event, current_angle=lambda j: float(plant.q()[7 + plant.joint_names.index(j)]))
-        self.t_damage = t
-        self.true_morphology = morph
-        self.sim.damage(morph)
+        self.t_damage = self.sim.damaged_at
+        self.true_morphology = self.sim.morphology
         if self.declared:
             self.damage_pub.publish(String(data=yaml.safe_dump(self.sc.damage_events)))
 
@@ -144,6 +137,8 @@ class GraphRun:
         settle = SETTLE_S if self.robot.loops is None else 0.0
         values = {"robot": self.robot.name, "publish_rate": float(sc.control_rate), "lockstep": True,
                   "settle": settle, "seed": int(sc.seed), "clock_rate": CLOCK_RATE}
+        if sc.damage_at is not None:
+            values.update(damage=yaml.safe_dump(sc.damage_events), damage_at=float(sc.damage_at))
         for key, value in sc.sensors.items():
             values[f"sensors.{key}"] = [float(x) for x in value] if isinstance(value, (list, tuple)) else float(value)
         return [Parameter(k, value=v) for k, v in values.items()]
@@ -195,7 +190,7 @@ class GraphRun:
                                                     parameter_overrides=self._sim_params(), **quiet))
             self.t_start = self.sim.plant.time
             self.stand_height = float(self.sim.plant.q()[2])
-            self.driver = graph.add_node(ScenarioDriver(self.sc, self.sim, self.t_start, self.declared,
+            self.driver = graph.add_node(ScenarioDriver(self.sc, self.sim, self.declared,
                                                         context=graph.context, **quiet,
                                                         parameter_overrides=[Parameter("use_sim_time", value=True)]))
             topics = list(GRAPH_TOPICS) + list(SIM_TOPICS)

@@ -27,13 +27,22 @@ fast as the timer allows), ``lockstep`` (true: the physics advances one publish 
 time a command arrives, so a controller with ``trigger: joint_states`` and the plant run in
 lock-step as fast as the controller computes, deterministically; a watchdog steps anyway
 after ``lockstep_timeout`` wall seconds without a command, which also starts the loop),
-``settle`` (s of joint PD on the standing pose before the first message), ``clock_rate``
+``max_command_age`` (real time, not lock-step: the physics waits while the last command is
+older than this many simulated seconds, and before the first one, stepping anyway after
+``lockstep_timeout`` wall seconds without a command: on a machine too loaded for the
+controller to keep up, the simulation runs slower than real time instead of running on
+without control; :attr:`MujocoSimNode.waits` counts the ticks it waited),
+``settle`` (s of joint PD on the standing pose before the first message), ``damage`` and
+``damage_at`` (damage events, in the ``/sim/damage`` schema, that the plant suffers exactly
+``damage_at`` s after the settle, in its step: a scenario's damage at the same simulated
+instant whichever graph runs it), ``clock_rate``
 (Hz of /clock; 0: with every sensor message: each /clock message wakes every node on
 simulated time), ``joints``,
 ``sensors.gyro_std`` ... (the ImuNoise fields), ``seed``.
 
 In one process, :attr:`MujocoSimNode.step_hooks` are called with the simulated time before
-each physics advance (the scenario runner damages the plant there, at an exact time).
+each physics advance (after a scheduled damage of that instant: the scenario runner declares
+it there).
 """
 from __future__ import annotations
 
@@ -43,7 +52,6 @@ import time
 from typing import Callable, List, Optional
 
 import numpy as np
-import rclpy
 from nav_msgs.msg import Odometry
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
@@ -57,6 +65,7 @@ from ..model.robot import load_robot
 from ..sim.plant import ImuNoise, Plant
 from . import params as P
 from .lean import LeanNode
+from .node_base import spin_node
 
 SENSOR_QOS = QoSProfile(depth=10, reliability=ReliabilityPolicy.BEST_EFFORT)
 
@@ -107,14 +116,22 @@ class MujocoSimNode(LeanNode):
         self.step_hooks: List[Callable[[float], None]] = []
         if float(p["settle"]) > 0:
             self.plant.settle(self.robot.q_stand, float(p["settle"]))
+        self.damaged_at: Optional[float] = None       # plant time of the last damage
+        self.scheduled: Optional[tuple] = None        # (plant time, damage YAML)
+        if p["damage"]:
+            self.scheduled = (self.plant.time + float(p["damage_at"]), str(p["damage"]))
+            self._damaged(self.scheduled[1])          # checked now: a bad event fails at start, not mid-run
         self.lockstep = bool(p["lockstep"])
         self.lockstep_timeout = float(p["lockstep_timeout"])
+        self.max_command_age = float(p["max_command_age"])
+        self.command_time = -np.inf        # plant time of the last command
+        self.waits = 0                     # real-time ticks spent waiting for a command
         self._last_tick = time.monotonic()
         if self.lockstep:
             self.timer = self.create_timer(min(0.05, self.lockstep_timeout), self._watchdog)
         else:
             period = self.steps_per_tick * self.plant.timestep if p["real_time"] else 1e-4
-            self.timer = self.create_timer(period, self.tick)
+            self.timer = self.create_timer(period, self._paced)
 
     # ------------------------------------------------------------------ inputs
     def _on_command(self, msg: Float64MultiArray) -> None:
@@ -126,38 +143,58 @@ class MujocoSimNode(LeanNode):
             return
         self.plant.set_torques(dict(zip(self.command_joints, values)))
         self.commands += 1
+        self.command_time = self.plant.time
         if self.lockstep:
             self.tick()
+
+    def _paced(self) -> None:
+        """Real time: a tick per period, unless the controller's last command is older than
+        ``max_command_age`` (then wait for it, at most ``lockstep_timeout`` wall seconds)."""
+        if self.max_command_age > 0 and self.plant.time - self.command_time > self.max_command_age + 1e-9 \
+                and time.monotonic() - self._last_tick < self.lockstep_timeout:
+            self.waits += 1
+            return
+        self.tick()
 
     def _watchdog(self) -> None:
         if time.monotonic() - self._last_tick >= self.lockstep_timeout:
             self.watchdog_steps += 1
             self.tick()
 
-    def _on_damage(self, msg: String) -> None:
+    def _damaged(self, events: str) -> Morphology:
+        """The current morphology after the damage ``events`` (YAML; a locked joint locks
+        where it stands now); InputError if they do not apply."""
         plant = self.plant
+        return apply_damage_yaml(self.morphology, events,
+                                 current_angle=lambda j: float(plant.q()[7 + plant.joint_names.index(j)]))
+
+    def _on_damage(self, msg: String) -> None:
         try:
-            morph = apply_damage_yaml(self.morphology, msg.data,
-                                      current_angle=lambda j: float(plant.q()[7 + plant.joint_names.index(j)]))
+            morph = self._damaged(msg.data)
         except InputError as exc:
             self.get_logger().error(f"damage rejected: {exc}")
             return
         self.damage(morph)
 
     def damage(self, morph: Morphology) -> None:
-        """The plant becomes ``morph`` now (published on /sim/ground_truth/morphology)."""
+        """The plant becomes ``morph`` now (published on /sim/ground_truth/morphology, with the
+        plant's time ``t``)."""
         self.plant.apply_morphology(morph)
         self.morphology = morph
+        self.damaged_at = self.plant.time
         self.revision = getattr(self, "revision", 0) + 1
         self.morph_pub.publish(String(data=morphology_to_yaml(self.robot.name, morph, self.revision,
-                                                              source="plant")))
-        self.get_logger().info(f"plant damaged: {morph.describe()}")
+                                                              source="plant", t=self.damaged_at)))
+        self.get_logger().info(f"plant damaged at t = {self.damaged_at:.3f} s: {morph.describe()}")
 
     # ------------------------------------------------------------------ the loop
     def tick(self) -> None:
         if self.hold:
             return
         self._last_tick = time.monotonic()
+        if self.scheduled is not None and self.plant.time >= self.scheduled[0] - 1e-9:
+            events, self.scheduled = self.scheduled[1], None
+            self.damage(self._damaged(events))
         for hook in self.step_hooks:
             hook(self.plant.time)
         self.plant.step(self.steps_per_tick)
@@ -205,26 +242,7 @@ class MujocoSimNode(LeanNode):
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    rclpy.init(args=argv if argv is not None else sys.argv)
-    node = None
-    try:
-        node = MujocoSimNode()
-        rclpy.spin(node)
-    except InputError as exc:
-        print(f"mujoco_sim: error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        pass
-    except RuntimeError:
-        if rclpy.ok():
-            raise
-        # SIGINT shut the context down while rclpy was taking a message: a clean stop
-    finally:
-        if node is not None:
-            node.destroy_node()
-        if rclpy.ok():
-            rclpy.shutdown()
-    return 0
+    return spin_node(MujocoSimNode, argv if argv is not None else sys.argv)
 
 
 if __name__ == "__main__":
