@@ -34,9 +34,12 @@ in the air, ~0.6 N m for a stump (jethexa). Such a constraint torque is internal
 the base rows do not see it and ``|e|`` stays small (a locked femur: < 1 N): the whole-robot
 test alone misses it, and a stump that loses its foot while swinging is otherwise only noticed
 when the robot falls onto it. A swing leg whose largest joint residual exceeds
-``swing_threshold`` for ``persistence`` is blamed if its encoders also show a frozen joint
-(below); an unexpected ground contact during swing moves every joint's residual but freezes
-none, so it is not taken for damage.
+``swing_threshold`` for ``persistence`` is blamed if its encoders also show that the joint
+carrying that largest residual is frozen (below): a constraint torque sits on the joint that
+cannot move. An unexpected ground contact during swing moves every joint's residual but
+freezes none, so it is not taken for damage; nor is a swing leg stepping in place, whose hip
+joint stands still by command while the timing of its inputs (late or coarse samples
+between processes on a loaded machine) puts residual on the joints that lift the foot.
 
 **What happened to it** is read from the encoders over the last ``classify_window`` seconds:
 the leg's joints that stopped moving while the leg was commanded are the frozen ones; frozen
@@ -169,6 +172,7 @@ class DamageDetector:
         pos = {int(full): k for k, full in enumerate(vi)}
         self.legs = []
         self.leg_frame: Dict[str, str] = {}
+        self.row_joint: Dict[str, List[int]] = {}
         for leg in self.map.legs:
             contact = next((c for c in self.map.contacts if c.leg == leg.name), None)
             cols = [m.joints[j].idx_v for j in leg.joints if m.joints[j].idx_v in pos]
@@ -177,6 +181,8 @@ class DamageDetector:
             self.legs.append((leg.name, m.getFrameId(contact.frame), np.array(cols),
                               np.array([pos[c] for c in cols])))
             self.leg_frame[leg.name] = contact.frame
+            # the leg's joint (index in leg.joints) of each of its rows of r
+            self.row_joint[leg.name] = [k for k, j in enumerate(leg.joints) if m.joints[j].idx_v in pos]
         self.r = np.zeros(len(vi))
         self.integral = None
         self.t_prev = None
@@ -371,16 +377,20 @@ class DamageDetector:
             if stance.get(self.leg_frame[name], True):
                 self.swing_above.pop(name, None)
                 continue
-            level = float(np.abs(self.r[rows]).max())
+            residual = np.abs(self.r[rows])
+            level = float(residual.max())
             worst = max(worst, level)
             if level < cfg.swing_threshold:
                 self.swing_above.pop(name, None)
                 continue
             since, calls = self.swing_above.get(name, (t, 0))
             self.swing_above[name] = (since, calls + 1)
-            if t - since < cfg.persistence or calls + 1 < cfg.min_samples or not any(self._frozen(name, since)):
+            if t - since < cfg.persistence or calls + 1 < cfg.min_samples:
                 continue
-            detection = self._classify(t, name, since)
+            suspect = self.row_joint[name][int(np.argmax(residual))]
+            if not self._frozen(name, since)[suspect]:
+                continue          # the joint carrying the residual moves: no constraint holds it
+            detection = self._classify(t, name, since, suspect)
             detection.statistic, detection.onset = level, since
             detection.test, detection.threshold, detection.samples = SWING_TEST, cfg.swing_threshold, calls + 1
             found.append(detection)
@@ -417,7 +427,10 @@ class DamageDetector:
             frozen.append(speed < self.config.frozen_speed)
         return frozen
 
-    def _classify(self, t: float, leg_name: str, since: float = -np.inf) -> Detection:
+    def _classify(self, t: float, leg_name: str, since: float = -np.inf, suspect: Optional[int] = None) -> Detection:
+        """What happened to the leg, from its frozen joints (module docstring); ``suspect``:
+        the joint (index in the leg) the swing test's residual sits on, the locked one if the
+        leg did not lose its links."""
         model = self.robot.model
         leg = next(l for l in self.robot.legs if l.name == leg_name)
         qs = np.array([h[1] for h in self.history])
@@ -430,7 +443,7 @@ class DamageDetector:
         if first < n and (first == 0 or not any(frozen[:first])):
             return Detection(t, leg_name, "removed", first_link=first + 1)
         if any(frozen):
-            k = frozen.index(True)
+            k = suspect if suspect is not None and frozen[suspect] else frozen.index(True)
             name = model.names[leg.joints[k]]
             return Detection(t, leg_name, "locked", joint=name, angle=float(qs[-1, model.joints[leg.joints[k]].idx_q - 7]))
         return Detection(t, leg_name, "removed", first_link=1)
