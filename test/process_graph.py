@@ -59,17 +59,30 @@ def install_environment(prefix: Path) -> Dict[str, str]:
     return env
 
 
-def sim_graph(prefix: Path, robot: str = "jethexa", gait: bool = True, lockstep: bool = False) -> List[launch_graph.NodeLaunch]:
-    """``sim.launch.py robot:=ROBOT rviz:=false gait:=GAIT lockstep:=LOCKSTEP`` minus
-    robot_state_publisher (a C++ package, not installable here; nothing of ours consumes /tf
-    from it)."""
+def sim_graph(prefix: Path, robot: str = "jethexa", gait: bool = True, lockstep: bool = False, damage: str = "",
+              damage_at: float = 0.0) -> List[launch_graph.NodeLaunch]:
+    """``sim.launch.py robot:=ROBOT rviz:=false gait:=GAIT lockstep:=LOCKSTEP damage:=DAMAGE
+    damage_at:=DAMAGE_AT`` minus robot_state_publisher (a C++ package, not installable here;
+    nothing of ours consumes /tf from it)."""
     share = str(prefix / "share" / launch_graph.PACKAGE)
     return launch_graph.bringup(robot, launch_graph.params_file(share, robot), use_sim_time=True, gait=gait,
-                                lockstep=lockstep, with_description=False) + [launch_graph.simulator(robot, lockstep)]
+                                lockstep=lockstep, with_description=False) + \
+        [launch_graph.simulator(robot, lockstep, damage=damage, damage_at=damage_at)]
+
+
+def default_sigint() -> None:
+    """In the child before it runs the node: SIGINT back to its default. A test runner started
+    in the background of a non-interactive shell ignores SIGINT, and its children inherit
+    that: rclpy's handler then never shuts the node down and :meth:`ProcessGraph.stop` had
+    to kill it."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 class ProcessGraph:
-    """Each node its own process, as ``ros2 launch`` starts it; :meth:`stop` sends SIGINT."""
+    """Each node its own process, as ``ros2 launch`` starts it; :meth:`stop` sends SIGINT.
+    Each node's stdout and stderr go to their own files (``<name>.log``, ``<name>.err``):
+    :meth:`report` puts a failed node's stderr, where rclpy and Python write their
+    tracebacks, whole into the failure message."""
 
     def __init__(self, nodes: Sequence[launch_graph.NodeLaunch], prefix: Path, scratch: Path):
         self.nodes = list(nodes)
@@ -78,14 +91,17 @@ class ProcessGraph:
         env = install_environment(prefix)
         self.procs: Dict[str, subprocess.Popen] = {}
         self.logs: Dict[str, Path] = {}
+        self.errs: Dict[str, Path] = {}
         for node in self.nodes:
             exe = prefix / "lib" / node.package / node.executable
             if not exe.is_file():
                 raise FileNotFoundError(f"{exe}: not in the colcon install")
             cmd = launch_graph.command_line(node, str(exe), str(scratch))
             self.logs[node.name] = scratch / f"{node.name}.log"
-            with open(self.logs[node.name], "w") as log:
-                self.procs[node.name] = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
+            self.errs[node.name] = scratch / f"{node.name}.err"
+            with open(self.logs[node.name], "w") as log, open(self.errs[node.name], "w") as err:
+                self.procs[node.name] = subprocess.Popen(cmd, env=env, stdout=log, stderr=err,
+                                                         preexec_fn=default_sigint)
 
     def running(self) -> Dict[str, Optional[int]]:
         return {name: p.poll() for name, p in self.procs.items()}
@@ -110,6 +126,17 @@ class ProcessGraph:
     def log(self, name: str) -> str:
         return self.logs[name].read_text()
 
+    def report(self, codes: Dict[str, Optional[int]]) -> str:
+        """Every node whose exit code is not 0: its code, its whole stderr (the last 20 000
+        characters) and the end of its stdout."""
+        parts = []
+        for name, code in codes.items():
+            if code != 0:
+                err = self.errs[name].read_text()
+                parts.append(f"--- {name} exited {code}; stderr:\n{err[-20000:]}\n--- {name} stdout (end):\n"
+                             f"{self.log(name)[-3000:]}")
+        return "\n".join(parts)
+
 
 @dataclass
 class Watch:
@@ -118,7 +145,7 @@ class Watch:
     positions: List[tuple] = field(default_factory=list)        # (t, x, y, z) of the true base
     morphologies: List[dict] = field(default_factory=list)       # (published YAML + 't': clock at receipt)
     evidence: List[dict] = field(default_factory=list)           # morphology_manager/detector/evidence
-    damaged_at: Optional[float] = None                           # clock when the plant reported damage
+    damaged_at: Optional[float] = None                           # plant time of its damage (its report's t)
     statistic: List[float] = field(default_factory=list)         # morphology_manager/detector |e| (NaN: not testing)
     threshold: float = float("nan")
 
@@ -139,7 +166,7 @@ class Watch:
 
 
 class Observer:
-    """An rclpy node in this process: commands /cmd_vel, injects damage, records what the
+    """An rclpy node in this process: commands /cmd_vel, declares damage, records what the
     graph does (ground truth, morphology, detector evidence)."""
 
     def __init__(self):
@@ -156,9 +183,9 @@ class Observer:
         n.create_subscription(String, "/sim/ground_truth/morphology", self._on_plant_damage, LATCHED)
         n.create_subscription(Float64MultiArray, "/morphology_manager/detector", self._on_statistic, EVIDENCE)
         self.cmd_pub = n.create_publisher(Twist, "/cmd_vel", 10)
-        self.sim_damage = n.create_publisher(String, "/sim/damage", 10)
         self.declare_damage = n.create_publisher(String, "/morphology_manager/damage", 10)
         self.cmd = Twist()
+        self.declared: Optional[str] = None         # damage events told the manager once the plant suffers them
         n.create_timer(0.1, lambda: self.cmd_pub.publish(self.cmd))
         self.executor = SingleThreadedExecutor(context=self.context)
         self.executor.add_node(n)
@@ -182,7 +209,9 @@ class Observer:
 
     def _on_plant_damage(self, msg: String) -> None:
         if self.watch.damaged_at is None:
-            self.watch.damaged_at = self.watch.clock
+            self.watch.damaged_at = float(yaml.safe_load(msg.data)["t"])
+            if self.declared is not None:
+                self.declare_damage.publish(String(data=self.declared))
 
     def _on_statistic(self, msg: Float64MultiArray) -> None:
         self.watch.statistic.append(float(msg.data[0]))
@@ -198,7 +227,7 @@ class Observer:
             if graph is not None:
                 dead = {k: v for k, v in graph.running().items() if v is not None}
                 if dead:
-                    raise AssertionError(f"nodes exited: {dead}\n" + "\n".join(graph.log(k)[-3000:] for k in dead))
+                    raise AssertionError(f"nodes exited: {dead}\n" + graph.report(dead))
             if time.monotonic() > deadline:
                 raise AssertionError(f"simulated clock at {self.watch.clock:.2f} s after {wall_timeout} s wall, "
                                      f"waiting for {t_sim} s")
@@ -208,10 +237,11 @@ class Observer:
         self.cmd = Twist()
         self.cmd.linear.x = float(vx)
 
-    def damage(self, events: str, declared: bool) -> None:
-        self.sim_damage.publish(String(data=events))
-        if declared:
-            self.declare_damage.publish(String(data=events))
+    def declare(self, events: str) -> None:
+        """Tell the morphology manager ``events`` (its ~/damage) as soon as the plant reports
+        suffering damage (the plant's scheduled ``damage``), as the one-process demo's
+        scenario driver does."""
+        self.declared = events
 
     def add(self, node_class, *args, **kwargs):
         """Host another node (a sensor source, a probe) in the observer's executor."""

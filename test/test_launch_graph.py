@@ -13,6 +13,8 @@ import numpy as np
 import pytest
 import yaml
 
+from hybrid_dynamics.control.locomotion import LocomotionPlanner
+from hybrid_dynamics.model.morphology import Morphology, MorphologyMap
 from hybrid_dynamics.model.robot import load_robot
 from hybrid_dynamics.ros import launch_graph
 from hybrid_dynamics.ros.sources import CommandProbe, StandingSource
@@ -21,7 +23,7 @@ from hybrid_dynamics.sim.scenario import load_scenario
 from process_graph import Observer, ProcessGraph, colcon_install, sim_graph
 
 SPEED = 0.1              # m/s, /cmd_vel of the walking runs
-START = 0.3              # s of simulated time before commanding (the plant's settle)
+START = 0.3              # s of simulated time: the graph has started (imports, model builds, DDS discovery)
 S1 = "[{remove_leg: leg3}, {remove_leg: leg4}]"
 WALL = 40.0              # wall seconds per simulated second we wait at most (a loaded 2-core machine)
 # sim.launch.py lockstep:=true: the plant advances one control period per command, so a
@@ -38,16 +40,16 @@ def install(tmp_path_factory):
 
 def run_sim(install, scratch: Path, duration: float, speed: float = 0.0, damage_at: float = None,
             declared: bool = False):
-    """sim.launch.py rviz:=false lockstep:=LOCKSTEP, every node its own process; returns
-    (watch, exit codes, graph)."""
+    """sim.launch.py rviz:=false lockstep:=LOCKSTEP (damage:=S1 damage_at:=DAMAGE_AT), every
+    node its own process; returns (watch, exit codes, graph)."""
     observer = Observer()
-    graph = ProcessGraph(sim_graph(install, lockstep=LOCKSTEP), install, scratch)
+    if declared:
+        observer.declare(S1)
+    damage = dict(damage=S1, damage_at=damage_at) if damage_at is not None else {}
+    graph = ProcessGraph(sim_graph(install, lockstep=LOCKSTEP, **damage), install, scratch)
+    observer.walk(speed)                                   # from the start, as the demo's driver
     try:
-        observer.wait_until(START, 300.0, graph)           # start-up: imports, model builds, DDS discovery
-        observer.walk(speed)
-        if damage_at is not None:
-            observer.wait_until(damage_at, WALL * damage_at, graph)
-            observer.damage(S1, declared)
+        observer.wait_until(START, 300.0, graph)
         observer.wait_until(duration, WALL * duration, graph)
     finally:
         codes = graph.stop()
@@ -56,7 +58,7 @@ def run_sim(install, scratch: Path, duration: float, speed: float = 0.0, damage_
 
 
 def assert_clean_exit(codes, graph):
-    assert all(c == 0 for c in codes.values()), (codes, {k: graph.log(k)[-2000:] for k in codes})
+    assert all(c == 0 for c in codes.values()), f"exit codes {codes}\n{graph.report(codes)}"
 
 
 def assert_detector_tested(watch):
@@ -128,20 +130,38 @@ def test_sim_launch_s1_declared_keeps_walking(install, tmp_path):
     assert watch.distance(5.0, 10.0) > 0.1                # keeps walking on four legs (wave gait)
 
 
+def four_leg_speed(legs_lost=("leg3", "leg4")) -> float:
+    """The speed the locomotion planner allows the robot without ``legs_lost`` at /cmd_vel
+    SPEED (its wave gait's stride over its stance time): what the robot can walk after S1."""
+    robot = load_robot("jethexa")
+    morph = Morphology.healthy(robot)
+    for leg in legs_lost:
+        morph = morph.remove_leg(leg)
+    planner = LocomotionPlanner(robot)
+    planner.reset(0.0, robot.q_stand)
+    planner.set_morphology(MorphologyMap(robot, morph), 0.0)
+    return min(SPEED, planner.speed_limit)
+
+
 def test_sim_launch_s1_undeclared_detected_with_the_right_legs(install, tmp_path):
-    """Detected within 0.5 s of the plant's damage (its /sim/ground_truth/morphology), legs 3
-    and 4. The run stops at 4.5 s: later the controller can stall for seconds in a proxsuite
-    solve on four legs (docs/launch.md, "Open")."""
-    watch, codes, graph = run_sim(install, tmp_path, 4.5, speed=SPEED, damage_at=3.0)
+    """Detected within 0.5 s of the plant's damage (the time its /sim/ground_truth/morphology
+    carries), legs 3 and 4, with the evidence; then the robot walks on four legs (wave gait)
+    at >= 0.8 of the speed the planner allows them, measured from 1 s after the damage."""
+    duration = 8.0
+    watch, codes, graph = run_sim(install, tmp_path, duration, speed=SPEED, damage_at=3.0)
     assert_clean_exit(codes, graph)
     assert len(watch.detections()) >= 1, watch.morphologies
     first = watch.evidence[0]["t"]
     legs = {e["leg"] for e in watch.evidence if e["t"] == first}
     assert legs == {"leg3", "leg4"}, watch.evidence
     assert watch.damaged_at is not None and 0.0 < first - watch.damaged_at < 0.5, (watch.damaged_at, watch.evidence)
-    print(f"\nS1 undeclared: {sorted(legs)} detected {first - watch.damaged_at:.3f} s after the plant's damage")
     for e in watch.evidence:                              # the evidence says what convicted
         assert e["residual"] > e["threshold"] and e["above_for_s"] > 0 and e["samples"] >= 3
+    assert watch.morphologies[-1]["description"] == "leg3 removed; leg4 removed", watch.morphologies
+    speed, allowed = watch.speed(watch.damaged_at + 1.0, duration), four_leg_speed()
+    print(f"\nS1 undeclared: {sorted(legs)} detected {first - watch.damaged_at:.3f} s after the plant's damage; "
+          f"then {speed:.4f} m/s on four legs (planner's limit {allowed:.4f} m/s)")
+    assert speed >= 0.8 * allowed, (speed, allowed)
 
 
 def test_bringup_launch_with_a_standing_source(install, tmp_path):
@@ -190,13 +210,13 @@ def test_demo_scenario_same_outcome_in_one_process_and_per_process(install, tmp_
     damage_at = sc.damage_at
     events = yaml.safe_dump(sc.damage_events)
     observer = Observer()
-    graph = ProcessGraph(sim_graph(install, lockstep=LOCKSTEP), install, tmp_path / "graph")
+    if damage_at is not None and not undeclared:
+        observer.declare(events)
+    damage = dict(damage=events, damage_at=damage_at) if damage_at is not None else {}
+    graph = ProcessGraph(sim_graph(install, lockstep=LOCKSTEP, **damage), install, tmp_path / "graph")
+    observer.walk(sc.cmd_vel["linear_x"])
     try:
         observer.wait_until(START, 300.0, graph)
-        observer.walk(sc.cmd_vel["linear_x"])
-        if damage_at is not None:
-            observer.wait_until(damage_at, WALL * damage_at, graph)
-            observer.damage(events, declared=not undeclared)
         observer.wait_until(sc.duration, WALL * sc.duration, graph)
     finally:
         codes = graph.stop()

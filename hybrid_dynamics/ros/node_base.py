@@ -3,6 +3,8 @@
 the manager's latched topic, and the ``ros2 run`` entry point."""
 from __future__ import annotations
 
+import signal
+import sys
 from collections import Counter
 from typing import Dict
 
@@ -10,7 +12,8 @@ import rclpy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.event_handler import SubscriptionEventCallbacks
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.signals import SignalHandlerOptions
 from std_msgs.msg import String
 
 from ..errors import InputError
@@ -104,25 +107,34 @@ class BaseNode(LeanNode):
         raise RuntimeError("nodes following the morphology override apply_morphology")
 
 
+STOP_POLL = 0.1       # s: the longest the executor waits before it looks at the stop flag
+
+
 def spin_node(cls, args=None) -> int:
-    """``ros2 run`` entry point: one node of ``cls`` on a single-threaded executor."""
-    rclpy.init(args=args)
+    """``ros2 run`` entry point: one node of ``cls`` on a single-threaded executor.
+
+    SIGINT and SIGTERM (``ros2 launch`` sends the first on Ctrl-C, the second on its timeout)
+    only set a flag, looked at between callbacks (every ``STOP_POLL`` s at least); the node
+    is then destroyed and the context shut down outside any callback. With rclpy's own
+    handlers the context went down in the middle of a callback (whose next publish then
+    raised) and a KeyboardInterrupt surfaced at whatever bytecode ran next, a ``Future``'s
+    ``__del__`` or the teardown itself: the morphology manager, busiest at that moment,
+    exited 1 now and then."""
+    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+    stop = []
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.append(True))
     try:
         node = cls()
     except InputError as err:
-        print(f"{cls.__name__}: error: {err}")
+        print(f"{cls.__name__}: error: {err}", file=sys.stderr)
         rclpy.try_shutdown()
         return 2
     executor = SingleThreadedExecutor()
     executor.add_node(node)
     try:
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    except RuntimeError:
-        if rclpy.ok():
-            raise
-        # SIGINT shut the context down while the executor was taking a message: a clean stop
+        while not stop and rclpy.ok():
+            executor.spin_once(timeout_sec=STOP_POLL)
     finally:
         executor.shutdown()
         node.destroy_node()
