@@ -152,9 +152,13 @@ class WholeBodyControllerNode(BaseNode):
 
     def _cycle_locked(self) -> None:
         start = time.perf_counter()
-        if self._last_start is not None and not self.lockstep and start - self._last_start > 1.5 * self.period:
+        # a missed cycle: the timer started this one more than 1.5 periods after the last, on
+        # the clock that drives it (simulated time under use_sim_time: wall-clock intervals
+        # there counted every cycle of a run slower than real time as missed)
+        clock = self.now()
+        if self._last_start is not None and not self.lockstep and clock - self._last_start > 1.5 * self.period:
             self.stats.deadline_misses += 1
-        self._last_start = start
+        self._last_start = clock
         cycle = self.pipeline.step(self.now(), use_stamps=self.lockstep)
         self.note_restarts(self.state)
         # the command first: everything else of the cycle happens after it is on the wire
