@@ -23,6 +23,7 @@ import yaml
 from nav_msgs.msg import Odometry
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from diagnostic_msgs.msg import DiagnosticArray
 from rosgraph_msgs.msg import Clock
 from geometry_msgs.msg import Twist
 from std_msgs.msg import Float64MultiArray, String
@@ -148,9 +149,25 @@ class Watch:
     damaged_at: Optional[float] = None                           # plant time of its damage (its report's t)
     statistic: List[float] = field(default_factory=list)         # morphology_manager/detector |e| (NaN: not testing)
     threshold: float = float("nan")
+    controller: List[tuple] = field(default_factory=list)        # (t, {key: value}) of its /diagnostics
+    wall: List[tuple] = field(default_factory=list)              # (wall s, clock) at each /clock received
 
     def detections(self) -> List[dict]:
         return [m for m in self.morphologies if m.get("source") == "detected"]
+
+    def controller_counts(self, t_from: float) -> Dict[str, int]:
+        """How many controller cycles, safe-mode cycles and deadline misses its /diagnostics
+        counted from ``t_from`` (simulated) to its last report."""
+        reports = [values for t, values in self.controller if t >= t_from]
+        if len(reports) < 2:
+            raise AssertionError(f"{len(reports)} controller diagnostics after {t_from} s")
+        keys = ("cycles", "safe_cycles", "deadline_misses")
+        return {k: int(reports[-1][k]) - int(reports[0][k]) for k in keys}
+
+    def real_time_factor(self) -> float:
+        """Simulated over wall time, from the first /clock received to the last."""
+        (w0, c0), (w1, c1) = self.wall[0], self.wall[-1]
+        return (c1 - c0) / max(w1 - w0, 1e-9)
 
     def speed(self, t_from: float, t_to: float) -> float:
         """Mean forward (x) speed of the true base over [t_from, t_to] (as sim/runner.py's)."""
@@ -182,6 +199,7 @@ class Observer:
         n.create_subscription(String, "/morphology_manager/detector/evidence", self._on_evidence, EVIDENCE)
         n.create_subscription(String, "/sim/ground_truth/morphology", self._on_plant_damage, LATCHED)
         n.create_subscription(Float64MultiArray, "/morphology_manager/detector", self._on_statistic, EVIDENCE)
+        n.create_subscription(DiagnosticArray, "/diagnostics", self._on_diagnostics, EVIDENCE)
         self.cmd_pub = n.create_publisher(Twist, "/cmd_vel", 10)
         self.declare_damage = n.create_publisher(String, "/morphology_manager/damage", 10)
         self.cmd = Twist()
@@ -195,6 +213,12 @@ class Observer:
 
     def _on_clock(self, msg: Clock) -> None:
         self.watch.clock = msg.clock.sec + 1e-9 * msg.clock.nanosec
+        self.watch.wall.append((time.monotonic(), self.watch.clock))
+
+    def _on_diagnostics(self, msg: DiagnosticArray) -> None:
+        for status in msg.status:
+            if status.name.endswith(": whole_body_controller"):
+                self.watch.controller.append((self.watch.clock, {kv.key: kv.value for kv in status.values}))
 
     def _on_truth(self, msg: Odometry) -> None:
         s = msg.header.stamp

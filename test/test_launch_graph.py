@@ -7,6 +7,7 @@ morphology we injected); the wall clock only bounds the waits. ``make test`` run
 versions, ``make test-long`` the 60 s ones."""
 import json
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -39,14 +40,17 @@ def install(tmp_path_factory):
 
 
 def run_sim(install, scratch: Path, duration: float, speed: float = 0.0, damage_at: float = None,
-            declared: bool = False):
+            declared: bool = False, lockstep: bool = LOCKSTEP, plant: dict = None):
     """sim.launch.py rviz:=false lockstep:=LOCKSTEP (damage:=S1 damage_at:=DAMAGE_AT), every
-    node its own process; returns (watch, exit codes, graph)."""
+    node its own process (``plant``: more parameters of the plant); returns (watch, exit
+    codes, graph)."""
     observer = Observer()
     if declared:
         observer.declare(S1)
     damage = dict(damage=S1, damage_at=damage_at) if damage_at is not None else {}
-    graph = ProcessGraph(sim_graph(install, lockstep=LOCKSTEP, **damage), install, scratch)
+    nodes = [replace(n, parameters=n.parameters + (plant,)) if plant and n.executable == "mujoco_sim" else n
+             for n in sim_graph(install, lockstep=lockstep, **damage)]
+    graph = ProcessGraph(nodes, install, scratch)
     observer.walk(speed)                                   # from the start, as the demo's driver
     try:
         observer.wait_until(START, 300.0, graph)
@@ -107,6 +111,43 @@ def test_sim_launch_standing_20_s_no_false_detection(install, tmp_path):
 
 def test_sim_launch_walking_20_s_no_false_detection(install, tmp_path):
     healthy_walking(install, tmp_path, 20.0)
+
+
+def real_time_walk(install, tmp_path, plant=None):
+    """sim.launch.py as users start it (real time, not lock-step), walking 10 s: returns the
+    watch after the checks every such run must pass, printing what the controller went through."""
+    duration = 10.0
+    watch, codes, graph = run_sim(install, tmp_path, duration, speed=SPEED, lockstep=False, plant=plant)
+    assert_clean_exit(codes, graph)
+    counts = watch.controller_counts(1.0)
+    assert counts["cycles"] > 0, counts
+    print(f"\nreal time{'' if plant is None else ' ' + str(plant)}: real-time factor "
+          f"{watch.real_time_factor():.2f}; from 1 s on the controller ran {counts['cycles']} cycles, "
+          f"{counts['safe_cycles']} in safe mode (stale inputs), {counts['deadline_misses']} deadline misses; "
+          f"detections {[m['description'] for m in watch.detections()]}; "
+          f"walked {watch.distance(3.0, duration):.3f} m of {SPEED * (duration - 3.0):.3f} m commanded from 3 s")
+    return watch, counts, duration
+
+
+def test_sim_launch_real_time_keeps_control_on_a_loaded_machine(install, tmp_path):
+    """The default launch (real time): the plant waits while the controller's last command is
+    older than its ``max_command_age`` (20 ms of simulated time), so a starved controller
+    slows the simulation down instead of falling behind it: from 1 s on no cycle runs on
+    stale inputs (safe mode), the detector convicts nothing, and the base covers >= 0.9 of
+    the commanded distance."""
+    watch, counts, duration = real_time_walk(install, tmp_path)
+    assert counts["safe_cycles"] == 0, counts
+    check_healthy(watch, duration)
+    check_walked(watch, 3.0, duration, SPEED)
+
+
+@pytest.mark.long
+def test_sim_launch_real_time_without_waiting_measured(install, tmp_path):
+    """The same run with a plant that never waits (``max_command_age: 0``, as before): on a
+    loaded machine the controller falls behind the simulated clock; prints what that does
+    (safe-mode cycles, detections, distance) beside the run above. Measured, not judged: its
+    outcome depends on how loaded the machine is."""
+    real_time_walk(install, tmp_path, plant={"max_command_age": 0.0})
 
 
 @pytest.mark.long
