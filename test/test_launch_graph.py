@@ -6,6 +6,7 @@ Judged in simulated time against the simulator's ground truth (true base motion,
 morphology we injected); the wall clock only bounds the waits. ``make test`` runs 20 s
 versions, ``make test-long`` the 60 s ones."""
 import json
+import re
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -231,6 +232,18 @@ def test_bringup_launch_with_a_standing_source(install, tmp_path):
 
 
 # ---------------------------------------------------------------------------- the demo table, both graphs
+ANGLE = re.compile(r"(-?\d+\.\d+) rad")
+LOCK_TOLERANCE = 0.03      # rad: a joint locks where it stands, and the graphs' control rates (500 / 200 Hz) differ
+
+
+def assert_same_morphology(per_process: str, one_process: str) -> None:
+    """The same legs lost, the same links, the same joints locked, at angles within
+    ``LOCK_TOLERANCE`` (without the clock-phased gait they were 0.19 rad apart)."""
+    assert ANGLE.sub("rad", per_process) == ANGLE.sub("rad", one_process), (per_process, one_process)
+    for a, b in zip(ANGLE.findall(per_process), ANGLE.findall(one_process)):
+        assert abs(float(a) - float(b)) <= LOCK_TOLERANCE, (per_process, one_process)
+
+
 DEMO = [("hexapod_walk", False), ("hexapod_damage_s1", False), ("hexapod_damage_s1", True),
         ("hexapod_damage_s2", False), ("hexapod_damage_s2", True),
         ("hexapod_locked_joint", False), ("hexapod_locked_joint", True)]
@@ -270,10 +283,11 @@ def test_demo_scenario_same_outcome_in_one_process_and_per_process(install, tmp_
     latency = watch.evidence[0]["t"] - watch.damaged_at if undeclared and watch.evidence else None
     detected = sorted({e["what"] for e in watch.evidence})
     print(f"\n| {scenario}{' undeclared' if undeclared else ''} | per process: {speed:.3f} m/s, "
+          f"{watch.morphologies[-1]['description']}, "
           f"latency {latency if latency is None else round(latency, 3)} s, detections {detected} | "
-          f"one process: {ref_speed:.3f} m/s, latency {ref.get('detection_latency_s')} s, "
+          f"one process: {ref_speed:.3f} m/s, {ref['final_morphology']}, latency {ref.get('detection_latency_s')} s, "
           f"detections {sorted(d['what'] for d in ref.get('detections', []))} |")
-    assert watch.morphologies[-1]["description"] == ref["final_morphology"], (watch.morphologies, ref)
+    assert_same_morphology(watch.morphologies[-1]["description"], ref["final_morphology"])
     assert abs(speed - ref_speed) <= 0.1 * abs(ref_speed), (speed, ref_speed)
     if undeclared:
         assert latency is not None and latency < 0.5

@@ -124,14 +124,14 @@ class GaitScheduler:
         if p.swing_fraction <= 0.0 or t < self.t0:
             return LegPhase(True, 0.0, self.t0 if t >= self.t0 else -np.inf, np.inf)
         T = p.period
-        tau = (t - self.origin) / T
-        cycle = np.floor(tau)
-        start_swing = (cycle + self.offsets[leg]) * T + self.origin
-        if start_swing > t:
-            start_swing -= T
+        # cycles since the leg's last swing start: one phase ``tau`` for every leg, so the
+        # legs' swings stay complementary at a boundary whatever the rounding of ``t``
+        # (an end time computed on its own rounded up once, and both tripods swung at t = 1.3)
+        u = ((t - self.origin) / T - self.offsets[leg]) % 1.0
+        start_swing = t - u * T
         end_swing = start_swing + p.swing_time
-        if t < end_swing and start_swing >= self.t0 - 1e-9:
-            return LegPhase(False, (t - start_swing) / p.swing_time, start_swing, end_swing)
+        if u < p.swing_fraction and start_swing >= self.t0 - 1e-9:
+            return LegPhase(False, u / p.swing_fraction, start_swing, end_swing)
         # before a leg's first swing (the first of its swing starts at or after t0) it has stood since t0
         first = self.origin + (np.ceil((self.t0 - self.origin) / T - self.offsets[leg] - 1e-9)
                                + self.offsets[leg]) * T
