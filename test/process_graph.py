@@ -28,6 +28,7 @@ from rosgraph_msgs.msg import Clock
 from geometry_msgs.msg import Twist
 from std_msgs.msg import Float64MultiArray, String
 
+from hybrid_dynamics.model.damage_events import with_lock_angles
 from hybrid_dynamics.ros import launch_graph
 
 REPO = Path(__file__).resolve().parent.parent
@@ -233,9 +234,11 @@ class Observer:
 
     def _on_plant_damage(self, msg: String) -> None:
         if self.watch.damaged_at is None:
-            self.watch.damaged_at = float(yaml.safe_load(msg.data)["t"])
-            if self.declared is not None:
-                self.declare_damage.publish(String(data=self.declared))
+            plant = yaml.safe_load(msg.data)
+            self.watch.damaged_at = float(plant["t"])
+            if self.declared is not None:       # a locked joint at the angle the plant locked it at
+                events = with_lock_angles(yaml.safe_load(self.declared), plant.get("locked") or {})
+                self.declare_damage.publish(String(data=yaml.safe_dump(events)))
 
     def _on_statistic(self, msg: Float64MultiArray) -> None:
         self.watch.statistic.append(float(msg.data[0]))

@@ -159,3 +159,23 @@ def test_real_time_plant_waits_for_a_starved_controller():
         probe.destroy_node()
     finally:
         rclpy.shutdown(context=ctx)
+
+
+def test_a_declared_lock_carries_the_angle_the_plant_locked_at():
+    """The scenario driver and the harness declare a lock at the plant's angle (the
+    manager's own latest reading lags by the message latency): the morphology the manager
+    builds from the declaration equals the plant's."""
+    from hybrid_dynamics.model.damage_events import apply_event, with_lock_angles
+    from hybrid_dynamics.model.morphology import Morphology
+    from hybrid_dynamics.model.robot import load_robot
+    robot = load_robot("jethexa")
+    events = [{"remove_leg": "leg3"}, {"lock_joint": {"joint": "leg1_femur_joint"}},
+              {"lock_joint": {"joint": "leg2_femur_joint", "angle": 0.1}}]
+    plant = Morphology.healthy(robot)
+    for event in events:
+        plant = apply_event(plant, event, current_angle=lambda j: -0.5203)
+    declared = Morphology.healthy(robot)
+    for event in with_lock_angles(events, dict(plant.locked)):
+        declared = apply_event(declared, event)                # no current angle needed: all given
+    assert declared == plant and dict(declared.locked)["leg1_femur_joint"] == -0.5203
+    assert events[1] == {"lock_joint": {"joint": "leg1_femur_joint"}}   # the scenario's events untouched

@@ -84,6 +84,19 @@ def apply_event(morph: Morphology, event, current_angle: Optional[Callable[[str]
     raise InputError(f"unknown damage event '{key}' (expected {', '.join(EVENT_KEYS)})", field="damage")
 
 
+def with_lock_angles(events, locked: Mapping[str, float]) -> list:
+    """``events`` (a list of events) with every ``lock_joint`` that names no angle given the
+    angle of ``locked`` (joint -> rad, e.g. where the plant locked it): the declaration of a
+    damage that has happened, not one for the receiver to complete with its latest reading."""
+    out = []
+    for event in events:
+        value = event.get("lock_joint") if isinstance(event, dict) else None
+        if isinstance(value, dict) and value.get("angle") is None and value.get("joint") in locked:
+            event = {"lock_joint": {**value, "angle": float(locked[value["joint"]])}}
+        out.append(event)
+    return out
+
+
 def apply_damage_yaml(morph: Morphology, text: str,
                       current_angle: Optional[Callable[[str], float]] = None) -> Morphology:
     """Parse a damage message (one event or a list) and apply it, all or nothing."""

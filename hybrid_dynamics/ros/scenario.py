@@ -35,6 +35,7 @@ from std_msgs.msg import String
 
 from ..errors import InputError
 from ..estimation.damage_detector import DamageDetectorConfig
+from ..model.damage_events import with_lock_angles
 from ..model.morphology import Morphology
 from ..sim.log import Log
 from ..sim.recording import closed_chain_metrics, log_from_bag
@@ -81,8 +82,9 @@ class ScenarioDriver(LeanNode):
             return
         self.t_damage = self.sim.damaged_at
         self.true_morphology = self.sim.morphology
-        if self.declared:
-            self.damage_pub.publish(String(data=yaml.safe_dump(self.sc.damage_events)))
+        if self.declared:       # a locked joint declared at the angle the plant locked it at
+            events = with_lock_angles(self.sc.damage_events, dict(self.sim.morphology.locked))
+            self.damage_pub.publish(String(data=yaml.safe_dump(events)))
 
 
 class GraphRun:
