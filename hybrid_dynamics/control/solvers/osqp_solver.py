@@ -23,7 +23,7 @@ class OsqpSolver(QPSolver):
 
     def __init__(self, settings: dict):
         self.settings = dict(eps_abs=min(float(settings.get("eps_abs", 1e-7)) * 10, 1e-6),
-                             eps_rel=1e-7, max_iter=max(int(settings.get("max_iter", 1000)), 4000),
+                             eps_rel=1e-7, max_iter=max(int(settings.get("max_iter", 1000)), 10000),
                              polishing=True, warm_starting=True, verbose=False,
                              adaptive_rho=True, check_termination=10)
         self.solvers = {}
