@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 EXTERNAL = {"robot_state_publisher": "robot_state_publisher", "rviz2": "rviz2"}
 
 

@@ -29,7 +29,7 @@ from hybrid_dynamics.errors import DescriptionWarning
 from hybrid_dynamics.model.robot import Contact, load_robot
 from loop_reference import constraint_dynamics
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "data"
 LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
 # the community URDFs give every joint effort="1" (a placeholder): torque limits off
 NO_TORQUE_LIMITS = {"limits": {"torque": False}}

@@ -20,7 +20,7 @@ from hybrid_dynamics.errors import DescriptionWarning, InputError
 from hybrid_dynamics.model.robot import load_robot
 from loop_reference import constraint_dynamics
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "data"
 # robot: (loops, rows, passive DoF, free internal motions) as the files define them
 EXPECTED = {"five_bar": (1, 6, 4, 1), "five_bar_3d": (1, 3, 3, 0), "five_bar_6d": (1, 6, 6, 0),
             "delta": (3, 18, 12, 3), "cassie_like": (2, 12, 14, 2), "digit_like_2legs": (6, 36, 36, 0),
