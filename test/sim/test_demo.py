@@ -7,9 +7,8 @@ import textwrap
 
 import numpy as np
 import pytest
-from rosbags.rosbag2 import Reader
-from rosbags.typesys import Stores, get_typestore
 
+from bag_messages import topic_messages
 from hybrid_dynamics.sim.bagfile import bag_info
 
 SUMMARY_KEYS = ("distance_before_damage_m", "distance_after_damage_m", "max_abs_roll_deg", "max_abs_pitch_deg",
@@ -50,13 +49,6 @@ GRAPH_TOPICS = ("/joint_states", "/imu_sensor_broadcaster/imu", "/effort_control
                 "/state_estimator/odometry", "/state_estimator/joint_states_full", "/morphology_manager/detector")
 
 
-def _messages(bag, topic):
-    ts = get_typestore(Stores.ROS2_JAZZY)
-    with Reader(bag) as reader:
-        conns = [c for c in reader.connections if c.topic == topic]
-        return [ts.deserialize_cdr(raw, c.msgtype) for c, _, raw in reader.messages(connections=conns)]
-
-
 def test_damage_s1_walks_on_and_writes_everything(cli, tmp_path):
     out = cli("demo", "--scenario", "hexapod_damage_s1", "--duration", "7", "--out", tmp_path, timeout=300)
     assert out.returncode == 0, (out.stdout, out.stderr[-3000:])
@@ -83,21 +75,21 @@ def test_damage_s1_walks_on_and_writes_everything(cli, tmp_path):
     assert topics["/morphology_manager/damage"] == 1 and topics["/sim/ground_truth/morphology"] == 1
     assert topics["/morphology_manager/morphology"] == 2          # healthy, then the declared damage
     # only what real sensors give: the actuated joints
-    js = _messages(bag, "/joint_states")
+    js = topic_messages(bag, "/joint_states")
     assert len(js[0].name) == 18 and all(n.endswith("_joint") for n in js[0].name)
     # the summary is the ground truth of the bag
-    gt = np.array([[m.pose.pose.position.x, m.pose.pose.position.z] for m in _messages(bag, "/sim/ground_truth/odometry")])
+    gt = np.array([[m.pose.pose.position.x, m.pose.pose.position.z] for m in topic_messages(bag, "/sim/ground_truth/odometry")])
     assert s["min_base_height_m"] == pytest.approx(gt[:, 1].min(), abs=1e-4)
     assert s["distance_before_damage_m"] + s["distance_after_damage_m"] == pytest.approx(gt[-1, 0] - gt[0, 0], abs=1e-3)
     # the estimate follows the ground truth (the controller walks on estimates only)
-    est = _messages(bag, "/state_estimator/odometry")
+    est = topic_messages(bag, "/state_estimator/odometry")
     assert abs(est[-1].pose.pose.position.x - (gt[-1, 0] - gt[0, 0]) - est[0].pose.pose.position.x) < 0.1
     # the simulated contact forces carry the robot's weight (Pinocchio's mass), on average
     # over the healthy walk (first 2 s)
     import pinocchio as pin
     from hybrid_dynamics.model.robot import load_robot
     weight = 9.81 * pin.computeTotalMass(load_robot("jethexa").model)
-    forces = np.array([m.data for m in _messages(bag, "/sim/ground_truth/contact_forces")[:400]])
+    forces = np.array([m.data for m in topic_messages(bag, "/sim/ground_truth/contact_forces")[:400]])
     assert forces.reshape(len(forces), -1, 3)[:, :, 2].sum(axis=1).mean() == pytest.approx(weight, rel=0.1)
 
 
@@ -120,10 +112,10 @@ def test_cmd_vel_steers_the_walk(cli, tmp_path):
     sc.write_text("robot: jethexa\nduration: 4.0\ncmd_vel: {linear_x: -0.06, linear_y: 0.06}\n")
     out = cli("demo", "--scenario", sc, "--out", tmp_path / "o", "--quiet", timeout=300)
     assert out.returncode == 0, (out.stdout, out.stderr[-3000:])
-    cmd = _messages(tmp_path / "o" / "bag", "/cmd_vel")
+    cmd = topic_messages(tmp_path / "o" / "bag", "/cmd_vel")
     assert cmd[0].linear.x == -0.06 and cmd[0].linear.y == 0.06
     gt = np.array([[m.pose.pose.position.x, m.pose.pose.position.y]
-                   for m in _messages(tmp_path / "o" / "bag", "/sim/ground_truth/odometry")])
+                   for m in topic_messages(tmp_path / "o" / "bag", "/sim/ground_truth/odometry")])
     dx, dy = gt[-1] - gt[0]
     # 4 s with a ramped command: well over a third of 0.24 m along each axis, in the commanded sense
     assert dx < -0.08 and dy > 0.08, (dx, dy)

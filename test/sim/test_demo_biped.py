@@ -7,21 +7,13 @@ within the ball-screw limits, and summary.json + plots are made from the bag."""
 import json
 
 import numpy as np
-from rosbags.rosbag2 import Reader
-from rosbags.typesys import Stores, get_typestore
 
+from bag_messages import topic_messages
 from hybrid_dynamics.dynamics.closed_chain import LoopClosureKinematics
 from hybrid_dynamics.model.robot import load_robot
 from hybrid_dynamics.sim.bagfile import bag_info
 
 DURATION = 4.0
-
-
-def _messages(bag, topic):
-    ts = get_typestore(Stores.ROS2_JAZZY)
-    with Reader(bag) as reader:
-        conns = [c for c in reader.connections if c.topic == topic]
-        return [ts.deserialize_cdr(raw, c.msgtype) for c, _, raw in reader.messages(connections=conns)]
 
 
 def test_biped_balance_runs_through_the_graph(cli, tmp_path):
@@ -50,14 +42,14 @@ def test_biped_balance_runs_through_the_graph(cli, tmp_path):
         assert DURATION * 200 - 5 <= topics[topic] <= DURATION * 200 + 5, (topic, topics)
     robot = load_robot("hybrid_biped")
     # only the actuators are sensed; the ground truth carries every joint
-    js = _messages(bag, "/joint_states")
+    js = topic_messages(bag, "/joint_states")
     assert sorted(js[0].name) == sorted(robot.actuated_joints)
-    assert len(_messages(bag, "/sim/ground_truth/joint_states")[0].name) == len(robot.joint_names) == 44
+    assert len(topic_messages(bag, "/sim/ground_truth/joint_states")[0].name) == len(robot.joint_names) == 44
     # actuator forces (actuators order) are the commands the plant applied (its effort echo,
     # /joint_states of the next period), within the ball-screw limits
     kin = LoopClosureKinematics(robot)
     limits = kin.force_limits()[[kin.actuated_joints.index(n) for n in robot.actuated_joints]]
-    F = np.array([m.data for m in _messages(bag, "/whole_body_controller/actuator_forces")])
+    F = np.array([m.data for m in topic_messages(bag, "/whole_body_controller/actuator_forces")])
     assert np.all(np.abs(F) <= limits)
     assert abs(np.abs(F).max() - s["max_abs_actuator_force_n"]) < 0.01
     order = [list(js[0].name).index(n) for n in robot.actuated_joints]

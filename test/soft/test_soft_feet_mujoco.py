@@ -13,9 +13,8 @@ import json
 
 import numpy as np
 import pytest
-from rosbags.rosbag2 import Reader
-from rosbags.typesys import Stores, get_typestore
 
+from bag_messages import topic_messages
 from hybrid_dynamics.model.robot import load_robot
 from hybrid_dynamics.sim.plant import Plant
 from hybrid_dynamics.sim.runner import ScenarioRun
@@ -94,13 +93,8 @@ def test_ros_graph_publishes_and_draws_the_deformation(cli, tmp_path):
     assert out.returncode == 0, out.stderr[-2000:]
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert not summary["fell"] and summary["fallbacks"] == 0
-    ts = get_typestore(Stores.ROS2_JAZZY)
-    with Reader(tmp_path / "run" / "bag") as reader:
-        def messages(topic):
-            conns = [c for c in reader.connections if c.topic == topic]
-            return [ts.deserialize_cdr(raw, c.msgtype) for c, _, raw in reader.messages(connections=conns)]
-        deformation = messages("/whole_body_controller/soft_deformation")
-        markers = messages("/whole_body_controller/markers")
+    deformation = topic_messages(tmp_path / "run" / "bag", "/whole_body_controller/soft_deformation")
+    markers = topic_messages(tmp_path / "run" / "bag", "/whole_body_controller/markers")
     names = coordinate_names(load_robot("jethexa_soft"))
     assert len(deformation) >= 10 and all(list(m.name) == names for m in deformation)
     assert np.abs(np.array(deformation[-1].position)).max() > 5e-4
