@@ -51,7 +51,7 @@ class GaitCore:
     def _measured(self, q: np.ndarray):
         """(world position of every contact frame, CoM of what is left) at the estimate ``q``
         (healthy-size): the planner confirms a landing foot's touch-down with the first and
-        lets a static gait's foot lift once the CoM is inside the other feet's polygon."""
+        aborts a static gait's swing under which the measured CoM sinks with the second."""
         model = self.robot.model
         pin.framesForwardKinematics(model, self._data, q)
         feet = {f: self._data.oMf[fid].translation.copy() for f, fid in self._frame_ids.items()}
