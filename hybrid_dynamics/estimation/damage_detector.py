@@ -175,14 +175,15 @@ class DamageDetector:
         self.row_joint: Dict[str, List[int]] = {}
         for leg in self.map.legs:
             contact = next((c for c in self.map.contacts if c.leg == leg.name), None)
-            cols = [m.joints[j].idx_v for j in leg.joints if m.joints[j].idx_v in pos]
-            if contact is None or not cols:
+            # the leg's surviving joints: (index in leg.joints, velocity column)
+            kept = [(k, m.joints[j].idx_v) for k, j in enumerate(leg.joints) if m.joints[j].idx_v in pos]
+            if contact is None or not kept:
                 continue          # no foot left
+            cols = [c for _, c in kept]
             self.legs.append((leg.name, m.getFrameId(contact.frame), np.array(cols),
                               np.array([pos[c] for c in cols])))
             self.leg_frame[leg.name] = contact.frame
-            # the leg's joint (index in leg.joints) of each of its rows of r
-            self.row_joint[leg.name] = [k for k, j in enumerate(leg.joints) if m.joints[j].idx_v in pos]
+            self.row_joint[leg.name] = [k for k, _ in kept]     # the leg's joint of each of its rows of r
         self.r = np.zeros(len(vi))
         self.integral = None
         self.t_prev = None
