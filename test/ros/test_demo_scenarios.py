@@ -1,0 +1,28 @@
+"""Every shipped scenario runs through the one-process ROS 2 graph (``hybrid-dynamics demo``
+without ``--library``): its settings map onto parameters the nodes declare. A scenario the
+library loop takes but the graph refuses fails at start-up, in front of the user (a
+``controller: solver_settings`` entry did: the graph takes only ``solver``)."""
+import pytest
+
+from hybrid_dynamics.ros import params as P
+from hybrid_dynamics.ros.scenario import GraphRun
+from hybrid_dynamics.sim.scenario import available, load_scenario
+
+
+@pytest.mark.parametrize("name", available())
+def test_every_shipped_scenario_maps_onto_the_graphs_declared_parameters(name, tmp_path):
+    run = GraphRun(load_scenario(name), tmp_path)
+    node_params = run._params()
+    assert set(node_params) == set(P.NODES)
+    for node, values in node_params.items():
+        undeclared = set(values) - set(P.NODES[node]) - {"use_sim_time"}      # rclpy's own
+        assert not undeclared, (name, node, sorted(undeclared))
+    sim = {p.name for p in run._sim_params()}
+    assert sim and sim <= set(P.MUJOCO_SIM), (name, sorted(sim - set(P.MUJOCO_SIM)))
+
+
+def test_a_controller_setting_the_graph_does_not_take_is_refused_naming_it(tmp_path):
+    sc = load_scenario("hexapod_locked_joint")
+    sc.controller = {**sc.controller, "solver_settings": {"max_iter": 10000}}
+    with pytest.raises(Exception, match="solver_settings"):
+        GraphRun(sc, tmp_path)._params()
