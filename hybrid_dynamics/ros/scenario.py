@@ -12,10 +12,16 @@ One rclpy context and executor (ros/graph.py) host
   scenario_driver       /cmd_vel (10 Hz of simulated time); when the plant has been damaged
                         (its ``damage`` at ``damage_at``: exactly, in its step, as under
                         sim.launch.py), if declared, the event goes to /morphology_manager/damage
+                        and the plant waits until the controller has reassembled (the library
+                        loop applies it in the same step)
   bag_recorder          every topic, MCAP (ros/bag.py)
 
 Every node runs on simulated time (``use_sim_time``, /clock); nothing paces the simulation
-but the computation, so the real-time factor is what the graph sustains. When the run ends
+but the computation, so the real-time factor is what the graph sustains. The run is the same
+on a quiet and on a loaded machine: one joint state in flight (ros/lockstep.py; the plant's
+watchdog waits ``LOCKSTEP_TIMEOUT``, not the half second of a graph that may lose a message),
+the controller has /cmd_vel before the physics starts, and a declared damage reaches the
+controller before the next step. When the run ends
 (duration, a fall, an error, Ctrl-C) the bag is closed and the plots and summary.json are
 made from the bag (sim/recording.log_from_bag, sim/report.py, sim/runner.summarize).
 """
@@ -53,14 +59,16 @@ SIM_TOPICS = ("/clock", "/sim/ground_truth/odometry", "/sim/ground_truth/joint_s
               "/whole_body_controller/markers", "/morphology_manager/detector")
 CLOCK_RATE = 50.0       # Hz of /clock: the nodes' timers (diagnostics, markers, /cmd_vel) need no more
 STALL_S = 20.0          # wall seconds without simulated progress: the run is stuck
+LOCKSTEP_TIMEOUT = 5.0  # wall seconds before the plant steps without a command (a slow cycle on a
+                        # loaded machine took more than 0.5 s, and a forced step is a stale command)
 
 
 class ScenarioDriver(LeanNode):
     """/cmd_vel of the scenario, and its damage at the scenario time (module docstring)."""
 
-    def __init__(self, scenario, sim, declared: bool, **kwargs):
+    def __init__(self, scenario, sim, controller, declared: bool, **kwargs):
         super().__init__("scenario_driver", **kwargs)
-        self.sc, self.sim = scenario, sim
+        self.sc, self.sim, self.controller = scenario, sim, controller
         self.declared = declared
         self.cmd_pub = self.create_publisher(Twist, "/cmd_vel", 10)
         self.damage_pub = self.create_publisher(String, "/morphology_manager/damage", 10)
@@ -84,7 +92,15 @@ class ScenarioDriver(LeanNode):
         self.true_morphology = self.sim.morphology
         if self.declared:       # a locked joint declared at the angle the plant locked it at
             events = with_lock_angles(self.sc.damage_events, dict(self.sim.morphology.locked))
+            revision = self.controller.revision
             self.damage_pub.publish(String(data=yaml.safe_dump(events)))
+            self.sim.pause_until(lambda: self.controller.revision > revision)
+
+    def commanded(self) -> bool:
+        """The controller follows this driver's /cmd_vel."""
+        gait = self.controller.pipeline.gait
+        twist = self.twist
+        return gait is None or gait.command == (twist.linear.x, twist.linear.y, twist.angular.z)
 
 
 class GraphRun:
@@ -138,6 +154,7 @@ class GraphRun:
         # with its feet on the floor: a joint PD cannot hold it up through its linear actuators
         settle = SETTLE_S if self.robot.loops is None else 0.0
         values = {"robot": self.robot.name, "publish_rate": float(sc.control_rate), "lockstep": True,
+                  "lockstep_timeout": LOCKSTEP_TIMEOUT,
                   "settle": settle, "seed": int(sc.seed), "clock_rate": CLOCK_RATE}
         if sc.damage_at is not None:
             values.update(damage=yaml.safe_dump(sc.damage_events), damage_at=float(sc.damage_at))
@@ -192,7 +209,8 @@ class GraphRun:
                                                     parameter_overrides=self._sim_params(), **quiet))
             self.t_start = self.sim.plant.time
             self.stand_height = float(self.sim.plant.q()[2])
-            self.driver = graph.add_node(ScenarioDriver(self.sc, self.sim, self.declared,
+            self.driver = graph.add_node(ScenarioDriver(self.sc, self.sim, graph.nodes["whole_body_controller"],
+                                                        self.declared,
                                                         context=graph.context, **quiet,
                                                         parameter_overrides=[Parameter("use_sim_time", value=True)]))
             topics = list(GRAPH_TOPICS) + list(SIM_TOPICS)
@@ -249,6 +267,9 @@ class GraphRun:
                     and (ctrl.force_pub is None or ctrl.force_pub.get_subscription_count() >= 1))
         if not graph.spin_until(matched, timeout=30.0):
             return "error: the nodes did not discover each other in 30 s"
+        self.driver.publish_cmd()
+        if not graph.spin_until(self.driver.commanded, timeout=30.0):
+            return "error: the controller did not receive /cmd_vel in 30 s"
         sim.hold = False
         wall0, cpu0 = time.perf_counter(), time.process_time()
         sim0 = self.sim.plant.time

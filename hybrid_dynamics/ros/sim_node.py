@@ -25,8 +25,9 @@ Parameters: ``robot`` (jethexa), ``publish_rate`` (Hz of sensor messages, defaul
 physics step of 1 ms), ``real_time`` (true: pace the physics with the wall clock; false: as
 fast as the timer allows), ``lockstep`` (true: the physics advances one publish period each
 time a command arrives, so a controller with ``trigger: joint_states`` and the plant run in
-lock-step as fast as the controller computes, deterministically; a watchdog steps anyway
-after ``lockstep_timeout`` wall seconds without a command, which also starts the loop),
+lock-step as fast as the controller computes, deterministically; a watchdog starts the loop
+and steps anyway after ``lockstep_timeout`` wall seconds without a command, keeping one state
+in flight: ros/lockstep.py),
 ``max_command_age`` (real time, not lock-step: the physics waits while the last command is
 older than this many simulated seconds, and before the first one, stepping anyway after
 ``lockstep_timeout`` wall seconds without a command: on a machine too loaded for the
@@ -65,6 +66,7 @@ from ..model.robot import load_robot
 from ..sim.plant import ImuNoise, Plant
 from . import params as P
 from .lean import LeanNode
+from .lockstep import LockstepPacer
 from .node_base import spin_node
 
 SENSOR_QOS = QoSProfile(depth=10, reliability=ReliabilityPolicy.BEST_EFFORT)
@@ -122,6 +124,8 @@ class MujocoSimNode(LeanNode):
             self.scheduled = (self.plant.time + float(p["damage_at"]), str(p["damage"]))
             self._damaged(self.scheduled[1])          # checked now: a bad event fails at start, not mid-run
         self.lockstep = bool(p["lockstep"])
+        self.pacer = LockstepPacer()
+        self.paused: Optional[Callable[[], bool]] = None      # pause_until
         self.lockstep_timeout = float(p["lockstep_timeout"])
         self.max_command_age = float(p["max_command_age"])
         self.command_time = -np.inf        # plant time of the last command
@@ -144,7 +148,7 @@ class MujocoSimNode(LeanNode):
         self.plant.set_torques(dict(zip(self.command_joints, values)))
         self.commands += 1
         self.command_time = self.plant.time
-        if self.lockstep:
+        if self.lockstep and self.pacer.command():
             self.tick()
 
     def _paced(self) -> None:
@@ -157,9 +161,24 @@ class MujocoSimNode(LeanNode):
         self.tick()
 
     def _watchdog(self) -> None:
-        if time.monotonic() - self._last_tick >= self.lockstep_timeout:
+        if self.hold:
+            return
+        if self.paused is not None:
+            if self.paused():
+                self.paused = None
+                self.tick()
+            return
+        if self.ticks == 0 or time.monotonic() - self._last_tick >= self.lockstep_timeout:
             self.watchdog_steps += 1
+            self.pacer.watchdog()
             self.tick()
+
+    def pause_until(self, ready: Callable[[], bool]) -> None:
+        """Lock-step: the physics stops before its next advance until ``ready()`` (asked by
+        the watchdog's timer, every 50 ms at most). Called from a step hook, the step under
+        way waits too: the one-process demo holds the plant while a declared damage travels
+        to the controller, as the library loop applies it in the same step."""
+        self.paused = ready
 
     def _damaged(self, events: str) -> Morphology:
         """The current morphology after the damage ``events`` (YAML; a locked joint locks
@@ -189,7 +208,7 @@ class MujocoSimNode(LeanNode):
 
     # ------------------------------------------------------------------ the loop
     def tick(self) -> None:
-        if self.hold:
+        if self.hold or self.paused is not None:
             return
         self._last_tick = time.monotonic()
         if self.scheduled is not None and self.plant.time >= self.scheduled[0] - 1e-9:
@@ -197,8 +216,11 @@ class MujocoSimNode(LeanNode):
             self.damage(self._damaged(events))
         for hook in self.step_hooks:
             hook(self.plant.time)
+        if self.hold or self.paused is not None:        # a hook stopped the physics
+            return
         self.plant.step(self.steps_per_tick)
         self.publish()
+        self.pacer.stepped()
 
     def publish(self) -> None:
         plant, t = self.plant, self.plant.time
