@@ -6,7 +6,9 @@ The paper defers the primitives' functional form to Xu and Chirikjian (2023); th
 here (stated in docs/soft.md) are exactly volume preserving, except the bending backbone,
 integrated by 6-point Gauss quadrature. Modal functions (Table 4 unless noted):
 stretch u(x3) = (x3/L)(1 - x3/L) q, bending curvature (q_a + x3 q_b)/L, twist angle (x3/L) q,
-shear (x3/L) q; Table 5: stretch and source (x3/L)^2 q.
+shear (x3/L) q; Table 5: stretch and source (x3/L)^2 q; ``stretch_linear`` u = (x3/L) q (a
+uniform stretch that changes the body's length, our choice for Simulation 1: Table 4's mode
+vanishes at both faces).
 """
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ from hybrid_dynamics.soft import quadrature
 from hybrid_dynamics.soft.bodies import Body
 
 # name -> number of coordinates
-PRIMITIVES: Dict[str, int] = {"source": 1, "stretch": 1, "stretch_tip": 1, "bend_x": 2, "bend_y": 2,
+PRIMITIVES: Dict[str, int] = {"source": 1, "stretch": 1, "stretch_tip": 1, "stretch_linear": 1, "bend_x": 2, "bend_y": 2,
                               "twist": 1, "shear_x": 1, "shear_y": 1}
 _GAUSS = np.polynomial.legendre.leggauss(6)
 
@@ -66,6 +68,8 @@ def lvp_map(x, q, L: float, primitives: Sequence[str]):
         x3 = y[2]
         if name == "stretch":
             y = _stretch(y, (x3 / L) * (1 - x3 / L) * q[k], (1 / L - 2 * x3 / L ** 2) * q[k])
+        elif name == "stretch_linear":
+            y = _stretch(y, x3 / L * q[k], q[k] / L)
         elif name == "stretch_tip":
             y = _stretch(y, (x3 / L) ** 2 * q[k], 2 * x3 / L ** 2 * q[k])
         elif name in ("bend_x", "bend_y"):

@@ -3,7 +3,7 @@
 Statics [Pustina 2024, Eq. (55)]: Newton-Raphson on ``g(q) + s(q, 0) = tau + A(q) u`` over
 chosen coordinates, with the exact tangent from the traced ID. Forward dynamics [Pustina 2024,
 Sec. 5.2]: ``qdd = M^-1 (tau - h)`` with (M, h) from one MID call, integrated by an explicit
-Runge-Kutta (scipy DOP853) in (q, v) with qdot = G(q) v.
+Runge-Kutta (scipy DOP853; BDF or Radau for stiff bodies) in (q, v) with qdot = G(q) v.
 """
 from __future__ import annotations
 
@@ -22,17 +22,25 @@ def forward_dynamics(tree: SoftTree, q, v, tau) -> np.ndarray:
 
 
 def simulate(tree: SoftTree, q0, v0, duration: float, tau: Optional[Callable] = None,
-             samples: int = 201, rtol: float = 1e-11, atol: float = 1e-12):
-    """(t, q(t), v(t)) from (q0, v0) under generalized forces tau(t, q, v) (default zero)."""
+             samples: int = 201, rtol: float = 1e-11, atol: float = 1e-12, method: str = "DOP853",
+             acceleration: Optional[Callable] = None, jacobian: Optional[Callable] = None):
+    """(t, q(t), v(t)) from (q0, v0) under generalized forces tau(t, q, v) (default zero).
+    ``method``: a scipy ``solve_ivp`` method (an implicit one, BDF or Radau, for stiff bodies);
+    ``acceleration(t, q, v)`` replaces ``M^-1 (tau - h)`` (a closed loop that forms M and h
+    itself); ``jacobian(t, q, v)``: d(qdot, vdot)/d(q, v), exact or approximate, for the
+    implicit methods (default: scipy's finite differences)."""
     nq = tree.nq
     tau = tau or (lambda t, q, v: np.zeros(tree.nv))
+    acceleration = acceleration or (lambda t, q, v: forward_dynamics(tree, q, v, tau(t, q, v)))
 
     def rhs(t, z):
         q, v = z[:nq], z[nq:]
-        return np.concatenate([tree.qdot(q, v), forward_dynamics(tree, q, v, tau(t, q, v))])
+        return np.concatenate([tree.qdot(q, v), acceleration(t, q, v)])
+    jac = None if jacobian is None else (lambda t, z: jacobian(t, z[:nq], z[nq:]))
     ts = np.linspace(0.0, duration, samples)
-    sol = solve_ivp(rhs, (0.0, duration), np.concatenate([q0, v0]), method="DOP853",
-                    t_eval=ts, rtol=rtol, atol=atol)
+    options = {} if jac is None else {"jac": jac}
+    sol = solve_ivp(rhs, (0.0, duration), np.concatenate([q0, v0]), method=method,
+                    t_eval=ts, rtol=rtol, atol=atol, **options)
     if not sol.success:
         raise RuntimeError(f"integration failed: {sol.message}")
     return sol.t, sol.y[:nq].T, sol.y[nq:].T
@@ -77,7 +85,8 @@ def newton(fn: ca.Function, x0, p, free: Sequence[int], tol: float = 1e-10, max_
 class Statics:
     """Newton-Raphson for g(q) + s(q, 0) = tau + A(q) u [Pustina 2024, Eq. (55)] on the
     coordinates ``free``; ``actuation`` (an :class:`~hybrid_dynamics.soft.actuation.Actuation`)
-    gives A(q), whose change with q enters the tangent."""
+    gives A(q), whose change with q enters the tangent. ``residual(q, (tau, u))`` is the traced
+    left side minus the loads, for problems that add equations to it."""
 
     def __init__(self, tree: SoftTree, free: Sequence[int], actuation=None):
         if tree.nq != tree.nv:
@@ -91,12 +100,19 @@ class Statics:
         residual = iid(q, zero, zero, ca.DM(-tree.gravity)) + elastic(q, zero) - tau
         if actuation is not None:
             residual = residual - actuation.symbolic_matrix()(q) @ u
-        self._fn = with_tangent(ca.Function("statics", [q, load], [residual]).expand())
+        self.residual = ca.Function("statics", [q, load], [residual]).expand()
+        self._fn = with_tangent(self.residual)
 
     def solve(self, q0, tau=None, u=None, tol: float = 1e-10, max_iter: int = 50) -> np.ndarray:
         tau = np.zeros(self.tree.nv) if tau is None else np.asarray(tau, float)
         u = np.zeros(self.m) if u is None else np.asarray(u, float)
         return newton(self._fn, q0, np.concatenate([tau, u]), self.free, tol, max_iter)
+
+    def tangent(self, q, tau=None, u=None) -> np.ndarray:
+        """d(g + s - tau - A u)/dq at q (all coordinates, velocity zero)."""
+        tau = np.zeros(self.tree.nv) if tau is None else np.asarray(tau, float)
+        u = np.zeros(self.m) if u is None else np.asarray(u, float)
+        return np.array(self._fn(q, np.concatenate([tau, u]))[1])
 
 
 def coriolis_matrix(tree: SoftTree) -> Callable:
