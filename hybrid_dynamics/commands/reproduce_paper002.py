@@ -1,26 +1,40 @@
-"""``hybrid-dynamics reproduce paper002 --out DIR [--json]``: Simulation 3 of [Pustina 2024,
-Sec. 7.3, Fig. 11].
+"""``hybrid-dynamics reproduce paper002 --out DIR [--sims 1,3] [--json]``: Simulations 1 and 3 of
+[Pustina 2024, Sec. 7.1 and 7.3].
 
-Planar chains of N constant-curvature bodies: build time and per-call median of M qdd =
+Simulation 1 (``--sims 1``): the trimmed helicoid (three LVP bodies, nine tendons): the
+regulated equilibria of the sampled tip circles by Newton (their statics residual and tip
+error), the periodic C^2 reference of the tendon coordinates, and PFBL tracking from the
+straight pose with K_P = 10, K_D = 1 over ``--sim1-duration`` s: the tracking error of the nine
+tendon coordinates beside the exact solution of ``e'' + K_D e' + K_P e = 0``, and the tips'
+distance to their circles, in ``paper002_sim1.png`` and ``.json``. The choices, including the
+two values of the paper that cannot be used (Table 4's stretch mode, the start), are stated in
+hybrid_dynamics/soft/helicoid.py.
+
+Simulation 3 (``--sims 3``): planar chains of N constant-curvature bodies: build time and per-call median of M qdd =
 IID(q, 0, qdd), c = IID(q, qd, 0) and MID against N on a log plot, beside the Euler-Lagrange
 model (built up to N = 6, as in the paper), and the relative difference of ID and EL over 100
 random samples (q in [-pi, pi], qd in [-10, 10], qdd in [-100, 100]). The choices the paper
-leaves out are stated in hybrid_dynamics/soft/paper002.py. Simulations 1 and 2 are not
-reproduced (docs/soft.md says why).
+leaves out are stated in hybrid_dynamics/soft/paper002.py. Simulation 2 is not reproduced
+(docs/soft.md says why).
 """
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import matplotlib
 import matplotlib.pyplot as plt
+import numpy as np
 
 from ..errors import InputError
+from ..soft import helicoid
 from ..soft.paper002 import EL_MAX_BODIES, accuracy, body_counts, fitted_exponent, timing_row
 
 COMMAND = ("reproduce", "paper002")
-HELP = "Pustina et al. (2024) Simulation 3: recursive ID against Euler-Lagrange on planar CC chains (plots to --out)"
+HELP = ("Pustina et al. (2024) Simulations 1 (trimmed helicoid, PFBL) and 3 (recursive ID against Euler-Lagrange "
+        "on planar CC chains), plots to --out")
+SIMS = ("1", "3")
 
 
 def add_arguments(parser) -> None:
@@ -28,6 +42,10 @@ def add_arguments(parser) -> None:
     parser.add_argument("--bodies", default="1,2,3,4,5,6,8,10,12,14,16,18,20", help="chain sizes")
     parser.add_argument("--samples", type=int, default=20, help="timed calls per figure (default 20)")
     parser.add_argument("--accuracy-samples", type=int, default=100, help="random states per N for Fig. 11d")
+    parser.add_argument("--sims", default="1,3", help="which simulations, comma-separated (default 1,3)")
+    parser.add_argument("--sim1-duration", type=float, default=5.5, help="Simulation 1 tracking horizon, s (default 5.5)")
+    parser.add_argument("--sim1-equilibria", type=int, default=helicoid.SAMPLES,
+                        help=f"Simulation 1 equilibria sampled over one period (default {helicoid.SAMPLES})")
     parser.add_argument("--json", action="store_true", help="print JSON")
 
 
@@ -60,25 +78,99 @@ def _plot(rows, acc, out: Path):
     return str(path)
 
 
-def run(args) -> int:
+def sim1(duration: float, equilibria: int, out: Path) -> dict:
+    """Simulation 1: equilibria, reference, tracking; its figures and plot."""
+    model = helicoid.Helicoid.build()
+    start = time.perf_counter()
+    ref = helicoid.reference(model, equilibria)
+    reference_s = time.perf_counter() - start
+    zero = np.zeros(model.tree.nv)
+    statics = [np.abs(model.tree.inverse_dynamics(q, zero, zero) - model.actuation.force(q, u)).max()
+               for q, u in zip(ref["q"], ref["u"])]
+    tip_errors = [np.abs(model.tips(q, zero)[0] - helicoid.tip_reference(t)).max() for q, t in zip(ref["q"], ref["times"])]
+    start = time.perf_counter()
+    res = helicoid.track(model, ref["spline"], duration, samples=max(int(duration * 20) + 1, 3))
+    track_s = time.perf_counter() - start
+    e = res["y"] - res["y_ref"]
+    predicted = helicoid.error_prediction(res["t"], e[0], res["yd"][0] - res["yd_ref"][0])
+    tips = np.linalg.norm((res["tips"] - res["tips_ref"]).reshape(len(res["t"]), 3, 3), axis=2)
+    matplotlib.use("Agg")
+    fig, axes = plt.subplots(1, 3, figsize=(16, 4))
+    for k in range(e.shape[1]):
+        line, = axes[0].plot(res["t"], 1e3 * e[:, k], label=f"tendon {k // 3 + 1}.{k % 3 + 1}")
+        axes[0].plot(res["t"], 1e3 * predicted[:, k], ":", color=line.get_color())
+    axes[0].set_title("(a) y - y_d [mm] (dotted: e'' + K_D e' + K_P e = 0)")
+    axes[1].semilogy(res["t"], np.linalg.norm(e, axis=1), label="|y - y_d|")
+    axes[1].semilogy(res["t"], np.linalg.norm(e - predicted, axis=1) + 1e-16, label="|e - e_exact|")
+    axes[1].set_title("(b) tracking error norm [m]")
+    for i in range(3):
+        axes[2].plot(res["t"], 1e3 * tips[:, i], label=f"tip {i + 1}")
+    axes[2].set_title("(c) |t_i - t_id| [mm]")
+    for ax in axes:
+        ax.set_xlabel("t [s]")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    path = out / "paper002_sim1.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return {"build_s": model.build_seconds, "reference_s": reference_s, "track_s": track_s,
+            "equilibria": len(ref["times"]), "max_statics_residual_N": float(max(statics)),
+            "max_equilibrium_tip_error_m": float(max(tip_errors)),
+            "tensions_N": {"min": float(ref["u"].min()), "max": float(ref["u"].max())},
+            "duration_s": duration, "error_norm_start_m": float(np.linalg.norm(e[0])),
+            "error_norm_end_m": float(np.linalg.norm(e[-1])),
+            "max_deviation_from_exact_error_m": float(np.abs(e - predicted).max()),
+            "tip_error_end_mm": (1e3 * tips[-1]).tolist(), "plot": str(path),
+            "choices": [" ".join(item.split()) for item in helicoid.__doc__.split("\n- ")[1:]]}
+
+
+def _print_sim1(r: dict) -> None:
+    print(f"Sim 1: build {r['build_s']:.1f} s, {r['equilibria']} equilibria in {r['reference_s']:.1f} s "
+          f"(statics residual {r['max_statics_residual_N']:.1e} N, tip error {r['max_equilibrium_tip_error_m']:.1e} m, "
+          f"tensions {r['tensions_N']['min']:.1f}..{r['tensions_N']['max']:.1f} N); tracking {r['duration_s']} s "
+          f"in {r['track_s']:.0f} s: |y - y_d| {r['error_norm_start_m']:.2e} -> {r['error_norm_end_m']:.2e} m, "
+          f"max |e - e_exact| {r['max_deviation_from_exact_error_m']:.1e} m; plot: {r['plot']}")
+
+
+def _print_sim3(r: dict) -> None:
+    for row in r["rows"]:
+        print(f"N={row['bodies']:2d} IID(M qdd) {row['iid_Mqdd_us']:8.1f} us  c {row['iid_c_us']:8.1f} us  "
+              f"MID {row['mid_us']:8.1f} us" + (f"  EL {row['el_us']:8.1f} us" if "el_us" in row else ""))
+    for a in r["accuracy"]:
+        print(f"N={a['bodies']:2d} |ID - EL|/|EL| mean {a['mean_rel_error']:.1e} std {a['std_rel_error']:.1e}")
+    print(f"plot: {r['plot']}")
+
+
+def sim3(args, out: Path) -> dict:
     ns = body_counts(args.bodies)
-    if not ns or ns[0] < 1 or args.samples < 1 or args.accuracy_samples < 1:
-        raise InputError("--bodies must be positive, --samples and --accuracy-samples at least 1", field="bodies")
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
     rows = [timing_row(n, args.samples, with_el=n <= EL_MAX_BODIES) for n in ns]
     acc = [accuracy(n, args.accuracy_samples) for n in ns if n <= EL_MAX_BODIES]
     result = {"rows": rows, "accuracy": acc, "plot": _plot(rows, acc, out)}
     if len(ns) >= 2:
         result["iid_exponent"] = fitted_exponent(ns, [r["iid_Mqdd_us"] for r in rows])
-    (out / "paper002_sim3.json").write_text(json.dumps(result, indent=2))
+    return result
+
+
+def run(args) -> int:
+    sims = [s.strip() for s in args.sims.split(",") if s.strip()]
+    if not sims or any(s not in SIMS for s in sims):
+        raise InputError(f"--sims must list some of {', '.join(SIMS)} (got {args.sims!r})", field="sims")
+    if args.sim1_duration <= 0 or args.sim1_equilibria < 3:
+        raise InputError("--sim1-duration must be positive and --sim1-equilibria at least 3", field="sim1")
+    ns = body_counts(args.bodies)
+    if not ns or ns[0] < 1 or args.samples < 1 or args.accuracy_samples < 1:
+        raise InputError("--bodies must be positive, --samples and --accuracy-samples at least 1", field="bodies")
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    results = {}
+    for name, simulate, show in (("1", lambda: sim1(args.sim1_duration, args.sim1_equilibria, out), _print_sim1),
+                                 ("3", lambda: sim3(args, out), _print_sim3)):
+        if name in sims:
+            results[f"sim{name}"] = simulate()
+            (out / f"paper002_sim{name}.json").write_text(json.dumps(results[f"sim{name}"], indent=2))
+            if not args.json:
+                show(results[f"sim{name}"])
     if args.json:
-        print(json.dumps(result, indent=2))
-    else:
-        for r in rows:
-            print(f"N={r['bodies']:2d} IID(M qdd) {r['iid_Mqdd_us']:8.1f} us  c {r['iid_c_us']:8.1f} us  "
-                  f"MID {r['mid_us']:8.1f} us" + (f"  EL {r['el_us']:8.1f} us" if "el_us" in r else ""))
-        for a in acc:
-            print(f"N={a['bodies']:2d} |ID - EL|/|EL| mean {a['mean_rel_error']:.1e} std {a['std_rel_error']:.1e}")
-        print(f"plot: {result['plot']}")
+        print(json.dumps(results, indent=2))
     return 0

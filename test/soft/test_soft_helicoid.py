@@ -1,0 +1,92 @@
+"""Simulation 1 of [Pustina 2024, Sec. 7.1], the trimmed helicoid (three LVP bodies, nine
+tendons): the regulated equilibria are stationary points of the total potential energy
+(gravity + elasticity - tendon work, by central differences of energies and tendon lengths,
+no recursion), their tips are on the paper's circles, and the PFBL's tracking error (0.2 s) follows the
+exact solution of ``e'' + K_D e' + K_P e = 0`` from the straight start. The full reproduction
+(5.5 s, 20 equilibria, through the command) is marked long."""
+import json
+
+import casadi as ca
+import numpy as np
+import pytest
+
+from hybrid_dynamics.soft import helicoid
+from hybrid_dynamics.soft.lvp import lvp_map
+
+
+@pytest.fixture(scope="module")
+def model():
+    return helicoid.Helicoid.build()
+
+
+@pytest.fixture(scope="module")
+def reference(model):
+    return helicoid.reference(model, samples=4)
+
+
+def total_potential(model, q, u):
+    """Gravity + elastic energy minus the tendons' work u . y(q) (y: contractions)."""
+    zero = np.zeros(model.tree.nv)
+    return model.tree.energy(q, zero)[1] - u @ model.actuation.coordinates(q, zero)[0]
+
+
+def test_regulated_equilibria_are_stationary_and_put_the_tips_on_the_circles(model, reference):
+    zero = np.zeros(model.tree.nv)
+    assert len(reference["q"]) == 4
+    for t, q, u in zip(reference["times"], reference["q"], reference["u"]):
+        assert np.abs(q).max() > 0.01 and np.abs(u).max() > 10.0          # deformed, loaded
+        tips = model.tips(q, zero)[0]
+        assert np.abs(tips - helicoid.tip_reference(t)).max() < 1e-9
+        # the paper's heights: every body shortened by the uniform stretch mode
+        assert abs(tips[2] - 0.08) < 1e-9 and abs(tips[8] - 0.24) < 1e-9
+        eps = 1e-6
+        grad = np.array([(total_potential(model, q + eps * e, u) - total_potential(model, q - eps * e, u)) / (2 * eps)
+                         for e in np.eye(model.tree.nq)])
+        scale = np.abs(model.actuation.force(q, u)).max()
+        assert np.abs(grad).max() < 1e-5 * scale, (np.abs(grad).max(), scale)
+        residual = model.tree.inverse_dynamics(q, zero, zero) - model.actuation.force(q, u)   # Eq. (55)
+        assert np.abs(residual).max() < 1e-8 * scale
+
+
+def test_uniform_stretch_preserves_volume_and_moves_the_face():
+    """``stretch_linear``: det(d f / d x) = 1 at random points (by AD), the distal face moves
+    by q along the axis and the section shrinks by (1 + q/L)^-1/2."""
+    x, q = ca.SX.sym("x", 3), ca.SX.sym("q", 1)
+    f = lvp_map(x, q, helicoid.LENGTH, ["stretch_linear"])
+    det = ca.Function("det", [x, q], [ca.det(ca.jacobian(f, x))])
+    fn = ca.Function("f", [x, q], [f])
+    rng = np.random.default_rng(3)
+    for _ in range(5):
+        xk = rng.uniform([-0.02, -0.02, 0.0], [0.02, 0.02, helicoid.LENGTH])
+        qk = rng.uniform(-0.03, 0.03)
+        assert abs(float(det(xk, qk)) - 1.0) < 1e-12
+        face = np.array(fn([0.01, 0.0, helicoid.LENGTH], qk)).ravel()
+        assert np.allclose(face, [0.01 / np.sqrt(1 + qk / helicoid.LENGTH), 0.0, helicoid.LENGTH + qk], atol=1e-15)
+
+
+def test_straight_pose_output_has_full_rank(model):
+    """The uniform stretch mode makes the nine tendon coordinates independent at the straight
+    pose (the PFBL starts there)."""
+    _, Jy, _ = model.actuation.coordinates(model.tree.neutral(), np.zeros(model.tree.nv))
+    assert np.linalg.matrix_rank(Jy, tol=1e-6) == 9
+
+
+def test_pfbl_error_follows_the_exact_linear_error_dynamics(model, reference):
+    res = helicoid.track(model, reference["spline"], 0.2, samples=5)
+    e = res["y"] - res["y_ref"]
+    ed0 = res["yd"][0] - res["yd_ref"][0]
+    assert np.linalg.norm(e[0]) > 5e-3                                   # starts off the reference
+    predicted = helicoid.error_prediction(res["t"], e[0], ed0)
+    assert np.abs(e - predicted).max() < 1e-3 * np.abs(e[0]).max(), np.abs(e - predicted).max()
+    assert np.linalg.norm(e[-1]) < 0.95 * np.linalg.norm(e[0])
+
+
+@pytest.mark.long
+def test_full_simulation_1_reproduction(cli, tmp_path):
+    r = cli("reproduce", "paper002", "--sims", "1", "--json", "--out", tmp_path, timeout=4 * 3600)
+    assert r.returncode == 0, r.stderr + r.stdout
+    out = json.loads(r.stdout)["sim1"]
+    assert out["max_statics_residual_N"] < 1e-6 and out["max_equilibrium_tip_error_m"] < 1e-9
+    assert out["error_norm_end_m"] < 0.1 * out["error_norm_start_m"]
+    assert out["max_deviation_from_exact_error_m"] < 1e-3 * out["error_norm_start_m"]
+    assert (tmp_path / "paper002_sim1.png").stat().st_size > 1000
