@@ -92,8 +92,9 @@ class WeightShiftReference:
         return References(com=Target(self.com0 + y * e, yd * e, ydd * e),
                           base_orientation=OrientationTarget(self.yaw0))
 
-    def update(self, t: float, q: np.ndarray):
-        """(References, stance) at ``t``; the first call starts the hold at ``q``."""
+    def update(self, t: float, estimate):
+        """(References, stance) at ``t`` for the state estimate (a ``BaseState``); the first
+        call starts the hold at its ``q``."""
         if self.t0 is None:
-            self.start(t, q)
+            self.start(t, estimate.q)
         return self.reference(t), self.stance

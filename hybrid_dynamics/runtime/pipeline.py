@@ -107,7 +107,7 @@ class Pipeline:
         """Stage 2: references for the estimate, then the QP's effort command."""
         stance = self.state.stance
         if self.references is not None:
-            refs, stance = self.references.update(self.state.buffer.stamp, est.q)
+            refs, stance = self.references.update(self.state.buffer.stamp, est)
             self.control.set_references(refs)
             self.state.schedule = stance      # the estimator's contacts: the plan
         self.stance = stance

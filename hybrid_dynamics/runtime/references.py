@@ -1,7 +1,8 @@
 """Reference sources: what the controller tracks in each cycle (a gait following /cmd_vel
 and the morphology, the closed-chain biped's weight shift, or a hold where the robot stands).
 
-A source has ``update(t, q) -> (References, planned stance)``.
+A source has ``update(t, estimate) -> (References, planned stance)`` (``estimate``: the
+cycle's :class:`~hybrid_dynamics.estimation.base_estimator.BaseState`).
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from ..control.balance import WeightShift, WeightShiftReference
 from ..control.locomotion import LocomotionConfig, LocomotionPlanner
 from ..control.references import OrientationTarget, References, Target
 from ..errors import InputError
+from ..estimation.base_estimator import BaseState
 from ..model.morphology import Morphology, MorphologyMap
 
 
@@ -39,7 +41,6 @@ class GaitCore:
         self.robot = robot
         self.planner = LocomotionPlanner(robot, LocomotionConfig.from_dict(config))
         self.frames = [c.frame for c in robot.contacts]
-        self._frame_ids = {f: robot.model.getFrameId(f) for f in self.frames}
         self._data = robot.model.createData()
         self.command = (0.0, 0.0, 0.0)
         self.started = False
@@ -48,18 +49,13 @@ class GaitCore:
         self.reference = None
         self.stance = {f: True for f in self.frames}
 
-    def _measured(self, q: np.ndarray):
-        """(world position of every contact frame, CoM of what is left) at the estimate ``q``
-        (healthy-size): the planner confirms a landing foot's touch-down with the first and
-        aborts a static gait's swing under which the measured CoM sinks with the second."""
-        model = self.robot.model
-        pin.framesForwardKinematics(model, self._data, q)
-        feet = {f: self._data.oMf[fid].translation.copy() for f, fid in self._frame_ids.items()}
+    def _measured_com(self, q: np.ndarray) -> np.ndarray:
+        """The CoM of what is left at the estimate ``q`` (healthy-size): the planner aborts a
+        static gait's swing under which it sinks. (The feet come with the estimate: the base
+        estimator's kinematics at the same ``q``, ``BaseState.feet``.)"""
         if self.mmap is None:
-            com = pin.centerOfMass(model, self._data, q)
-        else:
-            com = pin.centerOfMass(self.mmap.model, self._mdata, self.mmap.expand_q(self.mmap.reduce_q(q)))
-        return feet, com
+            return pin.centerOfMass(self.robot.model, self._data, q)
+        return pin.centerOfMass(self.mmap.model, self._mdata, self.mmap.expand_q(self.mmap.reduce_q(q)))
 
     def set_command(self, vx: float, vy: float, wz: float) -> None:
         vals = (float(vx), float(vy), float(wz))
@@ -82,11 +78,14 @@ class GaitCore:
         self.planner.set_command(*self.command)
         self.started = True
 
-    def update(self, t: float, q: np.ndarray):
-        """(References, planned stance: frame -> bool) at time ``t``."""
+    def update(self, t: float, estimate: BaseState):
+        """(References, planned stance: frame -> bool) at time ``t`` for the state estimate
+        (healthy-size ``q``; ``feet``, the world position of every contact frame, confirm a
+        landing foot's touch-down)."""
+        q = estimate.q
         if not self.started:
             self.start(t, q)
-        ref = self.planner.update(t, *self._measured(q))
+        ref = self.planner.update(t, estimate.feet, self._measured_com(q))
         self.reference = ref
         self.stance = {f: ref.feet[f].stance if f in ref.feet else False for f in self.frames}
         return to_references(ref), self.stance
@@ -107,7 +106,7 @@ def make_reference_source(robot, params: Mapping):
       shift of the ``weight_shift`` settings, ``WeightShift`` fields), every foot down;
     - ``hold`` (or empty without a gait): None, the controller holds where it first stands.
 
-    A source has ``update(t, q) -> (References, stance)``."""
+    A source has ``update(t, estimate) -> (References, stance)``."""
     kind = str(params.get("references") or ("gait" if params.get("gait") else "hold"))
     if kind not in REFERENCE_SOURCES:
         raise InputError(f"references '{kind}' is not {', '.join(REFERENCE_SOURCES)}", field="references")

@@ -188,3 +188,25 @@ def test_bad_config_is_an_input_error(robot):
         BaseEstimator(robot, {"bogus": 1})
     with pytest.raises(InputError, match="contact mode"):
         ContactStateEstimator(robot, {"mode": "psychic"})
+
+
+def test_estimate_feet_are_the_frames_at_the_estimated_configuration(robot):
+    """``BaseState.feet`` is what the gait planner takes for the measured feet (it no longer
+    runs its own forward kinematics): Pinocchio's frame placements at the estimate's ``q``,
+    on a swinging, rolling trajectory (so base position, orientation and legs all vary)."""
+    samples = trajectory(robot, seconds=0.3, swing_group=1)
+    est = BaseEstimator(robot)
+    data = robot.model.createData()
+    rng = np.random.default_rng(3)
+    worst, spread = 0.0, 0.0
+    for t, q, v, vw, acc, stance in samples:
+        imu = ImuSample(q[3:7].copy(), v[3:6], acc)
+        s = est.update(t, q[7:] + rng.normal(0, 1e-3, len(q) - 7), v[6:], imu, stance)
+        pin.framesForwardKinematics(robot.model, data, s.q)
+        assert set(s.feet) == {c.frame for c in robot.contacts}
+        for c in robot.contacts:
+            ref = data.oMf[robot.model.getFrameId(c.frame)].translation
+            worst = max(worst, float(np.abs(s.feet[c.frame] - ref).max()))
+        spread = max(spread, float(np.ptp([s.feet[f][2] for f in s.feet])))
+    assert spread > 0.01          # swing feet were up: the comparison saw different heights
+    assert worst < 1e-12
