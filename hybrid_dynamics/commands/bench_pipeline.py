@@ -1,11 +1,16 @@
 """``hybrid-dynamics bench pipeline``: latency from /joint_states received to
 /effort_controller/commands published, in the one-process graph (estimator, controller,
-morphology manager on the graph's executor, single-threaded), over ``--cycles`` joint states.
+morphology manager on the graph's executor, single-threaded), over ``--cycles`` joint states
+or ``--seconds`` of running, for each trigger mode of the controller (``timer``: the
+executor's timer; ``joint_states``: one cycle per joint state; ``thread``: the node's own
+thread at absolute deadlines, runtime/periodic.py).
 
 A stand-in robot publishes joint states and IMU from its own process at the update rate
 (as a ros2_control robot's broadcasters would). The controller node stamps each joint state
 on arrival (``time.perf_counter``) and the command it produced after ``publish()`` returned.
-Printed per trigger mode: p50 / p99 / max latency, the rate the loop held, deadline misses,
+Printed per trigger mode: p50 / p99 / max latency, the rate the loop held, deadline misses
+(a cycle started more than 1.5 periods after the previous one, or computing longer than a
+period; counted once per cycle) over the whole window,
 and as the reference timed in the same run, the library cycle alone (estimate + QP, no ROS)
 on the same robot, so that the ROS overhead reads as a ratio.
 """
@@ -22,6 +27,7 @@ from sensor_msgs.msg import Imu, JointState
 
 from ..model.robot import load_robot
 from ..ros.graph import Graph
+from ..ros.whole_body_controller import TRIGGERS
 from ..ros.sources import standing_pose
 from ..runtime.inputs import sec_to_stamp
 from ..runtime.pipeline import Pipeline
@@ -34,7 +40,11 @@ def add_arguments(parser) -> None:
     parser.add_argument("--robot", default="jethexa")
     parser.add_argument("--cycles", type=int, default=10000, help="joint states measured per mode")
     parser.add_argument("--rate", type=float, default=None, help="Hz (default: update_rate of config/<robot>.yaml)")
-    parser.add_argument("--trigger", choices=("timer", "joint_states", "both"), default="both")
+    parser.add_argument("--trigger", choices=TRIGGERS + ("all",), default="all",
+                        help="the controller's trigger mode(s) measured (default: all three)")
+    parser.add_argument("--seconds", type=float, default=None,
+                        help="measure for this long per mode instead of --cycles joint states (misses over the "
+                             "whole window; latency percentiles over its last 20 000 cycles)")
     parser.add_argument("--json", action="store_true")
 
 
@@ -73,13 +83,13 @@ def library_cycle(robot, params, n=2000):
     return times[n // 10:]
 
 
-def measure(robot_name, trigger, cycles, rate):
+def measure(robot_name, trigger, cycles, rate, seconds=None):
     graph = Graph(robot_name, params={"whole_body_controller": {"trigger": trigger, **({"update_rate": rate}
                                                                                       if rate else {})},
                                       "morphology_manager": {"auto_detect": False}})
     ctrl = graph.nodes["whole_body_controller"]
     rate = rate or ctrl.rate
-    duration = 3.0 + cycles / rate * 3.0 + 10.0
+    duration = 3.0 + (seconds if seconds else cycles / rate * 3.0) + 10.0
     env = dict(os.environ)
     source = subprocess.Popen([sys.executable, "-m", "hybrid_dynamics.ros.sources", robot_name, "--rate", str(rate),
                                "--duration", str(duration), "--noise", "0.001"],
@@ -89,16 +99,19 @@ def measure(robot_name, trigger, cycles, rate):
         graph.spin_until(lambda: ctrl.stats.count > 200, timeout=30.0)
         ctrl.stats.reset()
         c0, s0, t0 = ctrl.cycles, ctrl.safe_cycles, time.monotonic()
-        end = time.monotonic() + duration
-        while time.monotonic() < end and ctrl.stats.count < cycles and source.poll() is None:
+        k0 = ctrl.loop.skipped if ctrl.loop is not None else 0
+        end = time.monotonic() + (seconds if seconds else duration)
+        while time.monotonic() < end and (seconds or ctrl.stats.count < cycles) and source.poll() is None:
             time.sleep(0.05)        # seldom: each wake-up of this thread takes the GIL from the graph's
         elapsed = time.monotonic() - t0
         cycles_run = ctrl.cycles - c0
-        lat = ctrl.stats.latencies()[:cycles]
-        comp = ctrl.stats.computes()[:cycles]
+        lat = ctrl.stats.latencies()[:None if seconds else cycles]
+        comp = ctrl.stats.computes()[:None if seconds else cycles]
         misses = ctrl.stats.deadline_misses
         safe = ctrl.safe_cycles - s0          # in the measured window, not the start-up
         kind = ctrl.control.kind
+        periodic = trigger != "joint_states"
+        skipped = ctrl.loop.skipped - k0 if ctrl.loop is not None else None
         params = ctrl.p
     finally:
         source.terminate()
@@ -109,18 +122,20 @@ def measure(robot_name, trigger, cycles, rate):
         "joint_states_measured": int(len(lat)),
         "cycles_per_s": round(cycles_run / elapsed, 1) if elapsed > 0 else None,
         "latency_ms": _percentiles(lat), "cycle_compute_ms": _percentiles(comp),
-        "deadline_misses": int(misses) if trigger == "timer" else None,
-        "deadline_miss_ratio": round(misses / max(cycles_run, 1), 4) if trigger == "timer" else None,
+        "seconds": round(elapsed, 1), "cycles": int(cycles_run),
+        "deadline_misses": int(misses) if periodic else None,
+        "deadline_miss_ratio": round(misses / max(cycles_run, 1), 5) if periodic else None,
         "safe_mode_cycles": int(safe),
+        "ticks_skipped": skipped,           # trigger: thread, ticks overrun by a cycle (not run)
     }, params
 
 
 def run(args) -> int:
-    modes = ("timer", "joint_states") if args.trigger == "both" else (args.trigger,)
+    modes = TRIGGERS if args.trigger == "all" else (args.trigger,)
     results = []
     params = None
     for mode in modes:
-        res, params = measure(args.robot, mode, args.cycles, args.rate)
+        res, params = measure(args.robot, mode, args.cycles, args.rate, args.seconds)
         results.append(res)
     ref = _percentiles(library_cycle(load_robot(args.robot), params))
     for r in results:
@@ -136,5 +151,6 @@ def run(args) -> int:
             lat = r["latency_ms"]
             print(f"  {r['trigger']:>12}: {r['joint_states_measured']} joint states, latency p50 {lat['p50']} ms "
                   f"p99 {lat['p99']} ms max {lat['max']} ms; {r['cycles_per_s']} cycles/s at "
-                  f"{r['update_rate_hz']:g} Hz; deadline misses {r['deadline_miss_ratio']}")
+                  f"{r['update_rate_hz']:g} Hz; deadline misses {r['deadline_misses']} of {r['cycles']} "
+                  f"cycles in {r['seconds']} s ({r['deadline_miss_ratio']})")
     return 0

@@ -13,6 +13,7 @@ import numpy as np
 
 from ..ros.graph import run_graph
 from ..ros.sources import StandingSource
+from ..ros.whole_body_controller import TRIGGERS
 
 COMMAND = ("run",)
 HELP = "run the estimator, controller and morphology manager in one process (no launch system)"
@@ -23,7 +24,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--params-file", default=None, help="ROS 2 parameter YAML (default config/<robot>.yaml)")
     parser.add_argument("--duration", type=float, default=None, help="seconds (default: until Ctrl-C)")
     parser.add_argument("--update-rate", type=float, default=None, help="override the controller's update_rate")
-    parser.add_argument("--trigger", choices=("timer", "joint_states"), default=None)
+    parser.add_argument("--trigger", choices=TRIGGERS, default=None)
     parser.add_argument("--standing-source", action="store_true",
                         help="also publish the joint states and IMU of a robot standing still")
     parser.add_argument("--json", action="store_true", help="print the loop statistics as JSON at the end")

@@ -128,8 +128,10 @@ WHOLE_BODY_CONTROLLER: Spec = {
                           "[''] or []: the robot's actuated joints"),
     "contacts": Param([""], "contact frames the QP may use; empty: the robot's"),
     "update_rate": Param(1000.0, "Hz, timer-driven control loop", (1.0, 10000.0)),
-    "trigger": Param("timer", "timer: cycle at update_rate; joint_states: one cycle per joint state "
-                              "(lock-step simulation, deterministic replay)"),
+    "trigger": Param("timer", "timer: cycle at update_rate on the executor's timer; joint_states: one "
+                              "cycle per joint state (lock-step simulation, deterministic replay); thread: "
+                              "cycle at update_rate in the node's own thread at absolute deadlines, on the "
+                              "latest inputs (a real robot at 1 kHz; not under use_sim_time)"),
     "solver": Param("", "QP solver: daqp, proxsuite or osqp; empty: the controller configuration's"),
     "commands_topic": Param("/effort_controller/commands", "std_msgs/Float64MultiArray out"),
     "actuator_forces_topic": Param("~/actuator_forces", "closed chains: actuator forces, order of actuators"),

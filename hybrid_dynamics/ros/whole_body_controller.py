@@ -41,6 +41,7 @@ from visualization_msgs.msg import MarkerArray
 
 from ..errors import InputError
 from ..model.morphology import Morphology
+from ..runtime.periodic import PeriodicLoop
 from ..runtime.pipeline import Pipeline
 from ..soft.coordinates import coordinate_names
 from . import params as P
@@ -48,6 +49,9 @@ from .latency import LoopStatistics
 from .markers import build_markers
 from .node_base import BaseNode, spin_node
 from .qos import COMMAND_QOS, QUEUED_SENSOR_QOS, SENSOR_QOS, STATE_QOS
+
+
+TRIGGERS = ("timer", "joint_states", "thread")
 
 
 class WholeBodyControllerNode(BaseNode):
@@ -58,19 +62,29 @@ class WholeBodyControllerNode(BaseNode):
 
     def __init__(self, robot=None, name: str = "whole_body_controller", **kwargs):
         super().__init__(name, robot, **kwargs)
-        if self.p["trigger"] not in ("timer", "joint_states"):
-            raise InputError(f"trigger '{self.p['trigger']}' is not timer or joint_states", field="trigger")
+        trigger = self.p["trigger"]
+        if trigger not in TRIGGERS:
+            raise InputError(f"trigger '{trigger}' is not {', '.join(TRIGGERS)}", field="trigger")
+        if trigger == "thread" and self.get_parameter("use_sim_time").value:
+            raise InputError("trigger 'thread' keeps its deadlines on the steady clock: under use_sim_time "
+                             "use 'joint_states' (lock-step) or 'timer'", field="trigger")
         self.pipeline = Pipeline(self.robot, self.p)
         self.state, self.control = self.pipeline.state, self.pipeline.control
-        self.lockstep = self.p["trigger"] == "joint_states"
+        self.lockstep = trigger == "joint_states"
+        self.threaded = trigger == "thread"
         # inputs in their own group, so a busy cycle does not starve them in the executor's
         # queue; the lock orders them with the cycle (which holds it for its whole length)
         self.lock = threading.Lock()
         inputs = MutuallyExclusiveCallbackGroup() if not self.lockstep else self.group
         qos = QUEUED_SENSOR_QOS if self.lockstep else SENSOR_QOS
-        self.create_subscription(Imu, self.p["imu_topic"], self._on_imu, qos, callback_group=inputs,
+        # trigger: thread: the executor only drops each message into its latest-value slot
+        self._slot_lock = threading.Lock()
+        self._imu_slot: Optional[tuple] = None
+        self._js_slot: Optional[tuple] = None
+        on_imu, on_js = (self._slot_imu, self._slot_js) if self.threaded else (self._on_imu, self._on_js)
+        self.create_subscription(Imu, self.p["imu_topic"], on_imu, qos, callback_group=inputs,
                                  event_callbacks=self.matched_events(self.p["imu_topic"]))
-        self.create_subscription(JointState, self.p["joint_states_topic"], self._on_js, qos,
+        self.create_subscription(JointState, self.p["joint_states_topic"], on_js, qos,
                                  callback_group=inputs,
                                  event_callbacks=self.matched_events(self.p["joint_states_topic"]))
         self.follow_morphology()
@@ -106,11 +120,21 @@ class WholeBodyControllerNode(BaseNode):
         self._last_start: Optional[float] = None
         self.history: deque = deque(maxlen=64)      # (cycle, revision, command copy)
         self.applied_at_cycle = -1
-        if not self.lockstep:
+        self.loop: Optional[PeriodicLoop] = None
+        if self.threaded:
+            self.loop = PeriodicLoop(self.period, self._thread_cycle, name=f"{name}-cycle")
+        elif not self.lockstep:
             self.create_timer(self.period, self._cycle, callback_group=self.group)
         self.create_timer(float(self.p["diagnostics_period"]), self._on_diag, callback_group=self.group)
         if float(self.p["markers_period"]) > 0:
             self.create_timer(float(self.p["markers_period"]), self._on_markers, callback_group=self.group)
+        if self.loop is not None:
+            self.loop.start()
+
+    def destroy_node(self):
+        if self.loop is not None:
+            self.loop.stop()
+        return super().destroy_node()
 
     # ---------------------------------------------------------------- inputs
     def apply_morphology(self, morph: Morphology) -> None:
@@ -125,39 +149,77 @@ class WholeBodyControllerNode(BaseNode):
 
     def _on_imu(self, msg: Imu) -> None:
         with self.lock:
-            out = self.state.add_imu(msg, self.now())
-        if out is not None:
-            self.fault(out.kind, "IMU " + out.detail, out.field)
-        if self.lockstep and self.state.lockstep_after_imu(rejected=out is not None):
+            rejected = self._take_imu(msg, self.now())
+        if self.lockstep and self.state.lockstep_after_imu(rejected=rejected):
             self._cycle()
 
     def _on_js(self, msg: JointState) -> None:
         perf = time.perf_counter()
         with self.lock:
-            out = self.state.add_joint_state(msg, self.now())
-            if out is None:
-                self._js_perf = perf
-                self._js_new = True
-        if out is not None:
-            self.fault(out.kind, "joint state " + out.detail, out.field)
-        elif self.state.buffer.unknown:
-            self.fault("unknown_joints", "ignoring " + ", ".join(self.state.buffer.unknown[:4]))
-        if self.lockstep and self.state.lockstep_after_joint_state(rejected=out is not None):
+            rejected = self._take_js(msg, self.now(), perf)
+        if self.lockstep and self.state.lockstep_after_joint_state(rejected=rejected):
             self._cycle()
 
+    def _take_imu(self, msg: Imu, now: float) -> bool:
+        """Validate and keep an IMU sample received at ``now``; True if rejected (counted)."""
+        out = self.state.add_imu(msg, now)
+        if out is not None:
+            self.fault(out.kind, "IMU " + out.detail, out.field)
+        return out is not None
+
+    def _take_js(self, msg: JointState, now: float, perf: float) -> bool:
+        """Validate and keep a joint state received at ``now`` (``perf``: its arrival on the
+        latency clock); True if rejected (counted)."""
+        out = self.state.add_joint_state(msg, now)
+        if out is not None:
+            self.fault(out.kind, "joint state " + out.detail, out.field)
+            return True
+        self._js_perf = perf
+        self._js_new = True
+        if self.state.buffer.unknown:
+            self.fault("unknown_joints", "ignoring " + ", ".join(self.state.buffer.unknown[:4]))
+        return False
+
+    def _slot_imu(self, msg: Imu) -> None:
+        now = self.now()
+        with self._slot_lock:
+            self._imu_slot = (msg, now)
+
+    def _slot_js(self, msg: JointState) -> None:
+        perf = time.perf_counter()
+        now = self.now()
+        with self._slot_lock:
+            self._js_slot = (msg, now, perf)
+
     # ---------------------------------------------------------------- the cycle
+    def _thread_cycle(self) -> None:
+        """``trigger: thread``: one cycle in the node's own thread (runtime/periodic.py) on
+        the latest IMU and joint state the executor left in their slots; the command is
+        published from this thread."""
+        if not self.context.ok():
+            return
+        with self._slot_lock:
+            imu, js = self._imu_slot, self._js_slot
+            self._imu_slot = self._js_slot = None
+        with self.lock:
+            if imu is not None:
+                self._take_imu(*imu)
+            if js is not None:
+                self._take_js(*js)
+            self._cycle_locked()
+
     def _cycle(self) -> None:
         with self.lock:
             self._cycle_locked()
 
     def _cycle_locked(self) -> None:
         start = time.perf_counter()
-        # a missed cycle: the timer started this one more than 1.5 periods after the last, on
-        # the clock that drives it (simulated time under use_sim_time: wall-clock intervals
-        # there counted every cycle of a run slower than real time as missed)
+        # a missed deadline: the timer (or the thread) started this cycle more than 1.5 periods
+        # after the last, on the clock that drives it (simulated time under use_sim_time:
+        # wall-clock intervals there counted every cycle of a run slower than real time as
+        # missed), or the cycle computed for longer than a period; counted once per cycle
         clock = self.now()
-        if self._last_start is not None and not self.lockstep and clock - self._last_start > 1.5 * self.period:
-            self.stats.deadline_misses += 1
+        late = self._last_start is not None and clock - self._last_start > 1.5 * self.period
         self._last_start = clock
         cycle = self.pipeline.step(self.now(), use_stamps=self.lockstep)
         self.note_restarts(self.state)
@@ -168,7 +230,7 @@ class WholeBodyControllerNode(BaseNode):
         if self._js_new:
             self.stats.add(end - self._js_perf, end - start)
             self._js_new = False
-        if end - start > self.period and not self.lockstep:
+        if not self.lockstep and (late or end - start > self.period):
             self.stats.deadline_misses += 1
         self._follow_safe_mode(cycle)
         self.history.append((self.cycles, self.revision, cycle.command.copy()))
@@ -223,8 +285,11 @@ class WholeBodyControllerNode(BaseNode):
             level = DiagnosticStatus.WARN if self.state.imu is not None else DiagnosticStatus.STALE
         elif out is not None and out.fallback:
             level = DiagnosticStatus.WARN
+        message = f"safe mode: {self.safe_mode}" if self.safe_mode else "running"
+        if self.loop is not None and self.loop.error is not None:      # trigger: thread, its loop ended
+            level, message = DiagnosticStatus.ERROR, f"control thread stopped: {self.loop.error!r}"
         passive = self.state.passive
-        self.publish_diagnostics(level, f"safe mode: {self.safe_mode}" if self.safe_mode else "running", {
+        self.publish_diagnostics(level, message, {
             "controller": self.control.kind,
             "status": out.status if out is not None else "none",
             "solve_time_ms": f"{1e3 * out.solve_time:.3f}" if out is not None else "nan",
@@ -234,6 +299,7 @@ class WholeBodyControllerNode(BaseNode):
             "loop_residual": passive.residual if passive is not None else 0.0,
             "cycles": self.cycles,
             "deadline_misses": self.stats.deadline_misses,
+            "trigger": self.p["trigger"],
             "update_rate_hz": self.rate,
             "safe_mode": self.safe_mode is not None,
             "safe_cycles": self.safe_cycles,

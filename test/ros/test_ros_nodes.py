@@ -12,6 +12,7 @@ from rclpy.qos import DurabilityPolicy, ReliabilityPolicy
 from sensor_msgs.msg import Imu, JointState
 from std_msgs.msg import Float64MultiArray, String
 
+from hybrid_dynamics.errors import InputError
 from hybrid_dynamics.runtime.inputs import CYCLE_HEADER, sec_to_stamp
 from hybrid_dynamics.ros.graph import Graph
 from hybrid_dynamics.ros.qos import LATCHED_QOS, STATE_QOS
@@ -285,9 +286,12 @@ def test_damage_reassembles_the_controller_within_one_cycle(graph):
 
 
 # ---------------------------------------------------------------------------- timer mode
-def test_timer_mode_missing_joints_and_stale_inputs():
+@pytest.mark.parametrize("trigger", ["timer", "thread"])
+def test_timer_mode_missing_joints_and_stale_inputs(trigger):
+    """The periodic triggers: the executor's timer, and the node's own thread (inputs through
+    latest-value slots, every cycle and command from that thread)."""
     g = Graph(ROBOT, nodes=("whole_body_controller",),
-              params={"whole_body_controller": {"update_rate": 200.0}})
+              params={"whole_body_controller": {"update_rate": 200.0, "trigger": trigger}})
     try:
         src = g.add_node(lambda ctx, r: StandingSource(r, context=ctx,
                                                         joints=[n for n in r.joint_names if n != "leg2_tibia_joint"]))
@@ -313,5 +317,16 @@ def test_timer_mode_missing_joints_and_stale_inputs():
             time.sleep(0.005)
         assert ctrl.safe_mode is not None and "IMU stale" in ctrl.safe_mode
         assert all(np.all(np.isfinite(c)) for c in probe.commands)
+        if trigger == "thread":           # every cycle ran in the loop's thread, none elsewhere
+            assert ctrl.loop.running() and ctrl.loop.error is None
     finally:
         g.shutdown()
+    if trigger == "thread":               # destroying the node ended its thread, after its cycle
+        assert not ctrl.loop.running()
+        assert ctrl.cycles > 0 and ctrl.cycles == ctrl.loop.cycles
+
+
+def test_thread_trigger_refuses_simulated_time():
+    with pytest.raises(InputError, match="use_sim_time"):
+        Graph(ROBOT, nodes=("whole_body_controller",),
+              params={"whole_body_controller": {"trigger": "thread", "use_sim_time": True}})
