@@ -40,6 +40,7 @@ from scipy.linalg import lapack
 from ..errors import reject_unknown_settings
 
 _potrf = lapack.dpotrf
+_gesv = lapack.dgesv
 
 GRAVITY = np.array([0.0, 0.0, -9.81])
 
@@ -193,7 +194,7 @@ class BaseEstimator:
         if fresh:
             self._initialize(r_w, contact)
             self.t = t
-        dt = float(np.clip(t - self.t, 0.0, 0.1))
+        dt = min(max(float(t - self.t), 0.0), 0.1)          # plain floats: np.clip of a scalar is ~10 calls
         self.t = t
 
         # ---- predict
@@ -214,7 +215,7 @@ class BaseEstimator:
         # ---- correct
         z = np.empty(self.nz)
         z[0:3 * nc] = r_w.ravel()
-        v_meas = -(np.cross(w_b, r) + rd) @ R.T                # rows: -R (w x r_i + J_i qd)
+        v_meas = -(r @ pin.skew(w_b).T + rd) @ R.T            # rows: -R (w x r_i + J_i qd), w x r = [w]x r
         z[3 * nc:6 * nc] = v_meas.ravel()
         z[6 * nc:] = self.contact_heights
         big = cfg.swing_measurement_noise ** 2
@@ -231,9 +232,8 @@ class BaseEstimator:
         rhs = np.empty((self.nz, self.nx + 1))        # K^T and S^-1 nu from one solve
         rhs[:, :self.nx] = PCt.T
         rhs[:, self.nx] = innovation
-        try:
-            sol = np.linalg.solve(S, rhs)
-        except np.linalg.LinAlgError:
+        sol, info = _gesv(S, rhs)[2:]                      # LAPACK directly: numpy's wrapper is ~20 calls
+        if info != 0:
             sol = np.linalg.pinv(S) @ rhs
         measured = max(int(np.count_nonzero(r_diag < big)), 1)
         with np.errstate(over="ignore", invalid="ignore"):      # a corrupted state: judged below

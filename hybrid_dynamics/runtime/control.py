@@ -105,7 +105,7 @@ class ControlCore:
             cmd[i] = tau.get(n, 0.0)
         if getattr(out, "fallback", False):
             self.fallbacks += 1
-        if not np.all(np.isfinite(cmd)):
+        if not np.isfinite(cmd).all():
             self.nonfinite += 1
             return self.safe(state.v[6:])
         return self._saturate(cmd)

@@ -99,7 +99,7 @@ class Pipeline:
     def estimate(self) -> BaseState:
         """Stage 1: the state at the last joint-state stamp (inputs must not be stale)."""
         est = self.state.estimate()
-        if not (np.all(np.isfinite(est.q)) and np.all(np.isfinite(est.v))):
+        if not (np.isfinite(est.q).all() and np.isfinite(est.v).all()):
             raise FloatingPointError("estimate is not finite")
         return est
 
