@@ -24,6 +24,7 @@ nodes destroyed, context shut down, whatever raised.
 from __future__ import annotations
 
 import concurrent.futures
+import gc
 import threading
 import time
 from pathlib import Path
@@ -42,6 +43,7 @@ from ..model.robot import load_robot
 from ..paths import config_dir
 from . import params as P
 from .morphology_manager import MorphologyManagerNode
+from .node_base import freeze_startup_objects
 from .state_estimator import StateEstimatorNode
 from .whole_body_controller import WholeBodyControllerNode
 
@@ -172,6 +174,7 @@ class Graph:
         except BaseException:
             self.shutdown()
             raise
+        freeze_startup_objects()
 
     def add_node(self, node: Union[Node, NodeFactory]) -> Node:
         """Add a node (made with ``context=graph.context``) or a factory ``(context, robot) -> Node``."""
@@ -236,6 +239,7 @@ class Graph:
                 except Exception:      # a node that failed half-way through its constructor
                     pass
             rclpy.try_shutdown(context=self.context)
+            gc.unfreeze()             # what freeze_startup_objects kept out of reach
 
     def __enter__(self) -> "Graph":
         return self

@@ -2,6 +2,7 @@
 conftest.py): topics, types and QoS; name matching; every bad input; safe mode; damage
 reassembly within one cycle. The controller runs lock-step (one cycle per joint state) so
 that each published sample gives exactly one command; one test runs the timer."""
+import gc
 import math
 import time
 
@@ -319,8 +320,10 @@ def test_timer_mode_missing_joints_and_stale_inputs(trigger):
         assert all(np.all(np.isfinite(c)) for c in probe.commands)
         if trigger == "thread":           # every cycle ran in the loop's thread, none elsewhere
             assert ctrl.loop.running() and ctrl.loop.error is None
+        assert gc.get_freeze_count() > 0      # the start-up objects out of the collector's reach
     finally:
         g.shutdown()
+    assert gc.get_freeze_count() == 0         # and back when the graph is gone
     if trigger == "thread":               # destroying the node ended its thread, after its cycle
         assert not ctrl.loop.running()
         assert ctrl.cycles > 0 and ctrl.cycles == ctrl.loop.cycles
