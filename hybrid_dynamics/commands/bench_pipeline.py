@@ -16,8 +16,10 @@ on the same robot, so that the ROS overhead reads as a ratio.
 """
 from __future__ import annotations
 
+import cProfile
 import json
 import os
+import pstats
 import subprocess
 import sys
 import time
@@ -56,8 +58,11 @@ def _percentiles(x_s):
             "max": round(float(x.max()), 4), "n": int(len(x))}
 
 
-def library_cycle(robot, params, n=2000):
-    """The estimate + control cycle alone (no ROS) on standing samples: seconds per cycle."""
+def library_cycle(robot, params, n=2000, profiler=None):
+    """The estimate + control cycle alone (no ROS) on standing samples: seconds per cycle.
+    A ``cProfile.Profile`` given as ``profiler`` counts the calls of each timed step (joint
+    state and IMU in, command out) after the first tenth (layouts and caches built), not of
+    the samples' making."""
 
     pipe = Pipeline(robot, params)
     q = standing_pose(robot)
@@ -76,11 +81,24 @@ def library_cycle(robot, params, n=2000):
         js.name = names
         js.position = [float(q[7 + idx[n_]] + rng.normal(0, 1e-3)) for n_ in names]
         js.velocity = [0.0] * len(names)
+        profiling = profiler is not None and k >= n // 10
+        if profiling:
+            profiler.enable()
         pipe.add_imu(imu, t)
         t0 = time.perf_counter()
         pipe.step(t, js)
         times.append(time.perf_counter() - t0)
+        if profiling:
+            profiler.disable()
     return times[n // 10:]
+
+
+def python_calls_per_cycle(robot, params, n=500) -> float:
+    """Python-level calls (functions, methods, builtins; cProfile's count) per library cycle:
+    a figure of the cycle's interpreter overhead that the machine's load does not change."""
+    profiler = cProfile.Profile()
+    library_cycle(robot, params, n, profiler)
+    return round(pstats.Stats(profiler).total_calls / (n - n // 10), 1)
 
 
 def measure(robot_name, trigger, cycles, rate, seconds=None):
@@ -137,7 +155,9 @@ def run(args) -> int:
     for mode in modes:
         res, params = measure(args.robot, mode, args.cycles, args.rate, args.seconds)
         results.append(res)
-    ref = _percentiles(library_cycle(load_robot(args.robot), params))
+    robot = load_robot(args.robot)
+    ref = _percentiles(library_cycle(robot, params))
+    ref["python_calls_per_cycle"] = python_calls_per_cycle(robot, params)
     for r in results:
         if r["latency_ms"]["p50"] and ref["p50"]:
             r["ratio_p50_to_library_cycle"] = round(r["latency_ms"]["p50"] / ref["p50"], 2)
@@ -146,7 +166,8 @@ def run(args) -> int:
     if args.json:
         print(json.dumps(out, indent=2))
     else:
-        print(f"{args.robot}: library cycle (estimate + QP, no ROS) p50 {ref['p50']} ms p99 {ref['p99']} ms")
+        print(f"{args.robot}: library cycle (estimate + QP, no ROS) p50 {ref['p50']} ms p99 {ref['p99']} ms, "
+              f"{ref['python_calls_per_cycle']} Python calls per cycle")
         for r in results:
             lat = r["latency_ms"]
             print(f"  {r['trigger']:>12}: {r['joint_states_measured']} joint states, latency p50 {lat['p50']} ms "

@@ -12,3 +12,4 @@ def test_bench_pipeline_prints_percentiles(cli):
     lat = mode["latency_ms"]
     assert 0 < lat["p50"] <= lat["p99"] <= lat["max"]
     assert data["library_cycle_ms"]["n"] > 0 and mode["ratio_p50_to_library_cycle"] > 0
+    assert data["library_cycle_ms"]["python_calls_per_cycle"] > 50      # a whole cycle was counted
