@@ -30,8 +30,9 @@ def joint_from_pinocchio(jmodel, placement: pin.SE3) -> Joint:
     raise ValueError(f"joint type {name} has no soft-module equivalent")
 
 
-def tree_from_pinocchio(model: pin.Model, gravity=None) -> SoftTree:
-    """A SoftTree whose q, v ordering equals the Pinocchio model's."""
+def modules_from_pinocchio(model: pin.Model) -> List[Module]:
+    """One module per joint of the Pinocchio model (rigid body = the joint's inertia), in its
+    order, named after the joints."""
     modules: List[Module] = []
     for j in range(1, model.njoints):
         inertia = model.inertias[j]
@@ -40,5 +41,10 @@ def tree_from_pinocchio(model: pin.Model, gravity=None) -> SoftTree:
                               RigidBody(inertia.mass, np.array(inertia.lever),
                                         np.array(inertia.inertia)),
                               None if parent == 0 else model.names[parent]))
+    return modules
+
+
+def tree_from_pinocchio(model: pin.Model, gravity=None) -> SoftTree:
+    """A SoftTree whose q, v ordering equals the Pinocchio model's."""
     g = np.array(model.gravity.linear) if gravity is None else gravity
-    return SoftTree(modules, gravity=g)
+    return SoftTree(modules_from_pinocchio(model), gravity=g)

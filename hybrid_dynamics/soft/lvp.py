@@ -55,9 +55,11 @@ def _twist(x, phi):
 
 
 def _source(x, c):
-    """Radial map r'^2 = r^2 + c(x3) (a cavity on the axis; det = 1)."""
+    """Radial map r'^2 = r^2 + c(x3) (a cavity on the axis; det = 1). A point on the axis (the
+    distal face's centre) stays on it: the map's radial symmetry, without the 0/0 of c / r^2."""
     r2 = x[0] * x[0] + x[1] * x[1]
-    scale = ca.sqrt(1 + c / r2)
+    off_axis = r2 > 0
+    scale = ca.if_else(off_axis, ca.sqrt(1 + c / ca.if_else(off_axis, r2, 1)), 1)
     return ca.vertcat(x[0] * scale, x[1] * scale, x[2])
 
 
