@@ -1,5 +1,5 @@
-"""``hybrid-dynamics reproduce paper002 --out DIR [--sims 1,3] [--json]``: Simulations 1 and 3 of
-[Pustina 2024, Sec. 7.1 and 7.3].
+"""``hybrid-dynamics reproduce paper002 --out DIR [--sims 1,2,3] [--json]``: Simulations 1-3 of
+[Pustina 2024, Sec. 7].
 
 Simulation 1 (``--sims 1``): the trimmed helicoid (three LVP bodies, nine tendons): the
 regulated equilibria of the sampled tip circles by Newton (their statics residual and tip
@@ -10,12 +10,17 @@ distance to their circles, in ``paper002_sim1.png`` and ``.json``. The choices, 
 two values of the paper that cannot be used (Table 4's stretch mode, the start), are stated in
 hybrid_dynamics/soft/helicoid.py.
 
+Simulation 2 (``--sims 2``): the hybrid arm (UR10 + tendon-driven rod + LVP gripper) through
+its three phases (arm cubic by joint-space PFBL, rod regulated to q_f, 2 MPa in the gripper):
+joints against their references, the rod's coordinates against q_f, tensions and the chamber's
+volume in ``paper002_sim2.png`` and ``.json``; the choices (gains of phase (ii), the arm, the
+gripper's size) are stated in hybrid_dynamics/soft/hybrid_arm.py.
+
 Simulation 3 (``--sims 3``): planar chains of N constant-curvature bodies: build time and per-call median of M qdd =
 IID(q, 0, qdd), c = IID(q, qd, 0) and MID against N on a log plot, beside the Euler-Lagrange
 model (built up to N = 6, as in the paper), and the relative difference of ID and EL over 100
 random samples (q in [-pi, pi], qd in [-10, 10], qdd in [-100, 100]). The choices the paper
-leaves out are stated in hybrid_dynamics/soft/paper002.py. Simulation 2 is not reproduced
-(docs/soft.md says why).
+leaves out are stated in hybrid_dynamics/soft/paper002.py.
 """
 from __future__ import annotations
 
@@ -28,13 +33,13 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from ..errors import InputError
-from ..soft import helicoid
+from ..soft import helicoid, hybrid_arm
 from ..soft.paper002 import EL_MAX_BODIES, accuracy, body_counts, fitted_exponent, timing_row
 
 COMMAND = ("reproduce", "paper002")
-HELP = ("Pustina et al. (2024) Simulations 1 (trimmed helicoid, PFBL) and 3 (recursive ID against Euler-Lagrange "
-        "on planar CC chains), plots to --out")
-SIMS = ("1", "3")
+HELP = ("Pustina et al. (2024) Simulations 1 (trimmed helicoid, PFBL), 2 (UR10 + rod + gripper) and 3 (recursive "
+        "ID against Euler-Lagrange on planar CC chains), plots to --out")
+SIMS = ("1", "2", "3")
 
 
 def add_arguments(parser) -> None:
@@ -42,7 +47,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--bodies", default="1,2,3,4,5,6,8,10,12,14,16,18,20", help="chain sizes")
     parser.add_argument("--samples", type=int, default=20, help="timed calls per figure (default 20)")
     parser.add_argument("--accuracy-samples", type=int, default=100, help="random states per N for Fig. 11d")
-    parser.add_argument("--sims", default="1,3", help="which simulations, comma-separated (default 1,3)")
+    parser.add_argument("--sims", default="1,3", help="which simulations, comma-separated (default 1,3; 2 takes long)")
     parser.add_argument("--sim1-duration", type=float, default=5.5, help="Simulation 1 tracking horizon, s (default 5.5)")
     parser.add_argument("--sim1-equilibria", type=int, default=helicoid.SAMPLES,
                         help=f"Simulation 1 equilibria sampled over one period (default {helicoid.SAMPLES})")
@@ -125,6 +130,53 @@ def sim1(duration: float, equilibria: int, out: Path) -> dict:
             "choices": [" ".join(item.split()) for item in helicoid.__doc__.split("\n- ")[1:]]}
 
 
+def sim2(out: Path) -> dict:
+    """Simulation 2: the three phases; its figures and plot."""
+    start = time.perf_counter()
+    r = hybrid_arm.run()
+    run_s = time.perf_counter() - start
+    t, q, u = r["t"], np.array(r["q"]), r["u"]
+    rod = q[:, 6:9]
+    matplotlib.use("Agg")
+    fig, axes = plt.subplots(1, 4, figsize=(20, 4))
+    for k in range(6):
+        line, = axes[0].plot(t, q[:, k], label=f"joint {k + 1}")
+        axes[0].plot(t, r["arm_ref"][:, k], ":", color=line.get_color())
+    axes[0].set_title("(a) arm joints [rad] (dotted: cubic reference)")
+    for k, name in enumerate(("bend x [rad]", "bend y [rad]", "elongation [m]")):
+        line, = axes[1].plot(t, rod[:, k], label=name)
+        axes[1].axhline(hybrid_arm.ROD_FINAL[k], ls=":", color=line.get_color())
+    axes[1].set_title("(b) rod coordinates (dotted: q_f)")
+    axes[2].plot(t, u[:, 6:9], label=["tendon 1", "tendon 2", "tendon 3"])
+    axes[2].set_title("(c) tendon tensions [N]")
+    axes[3].plot(t, 1e6 * r["volume"])
+    axes[3].set_title("(d) chamber volume change [cm^3]")
+    for ax in axes:
+        ax.set_xlabel("t [s]")
+        ax.grid(True, alpha=0.3)
+    axes[0].legend(fontsize=7)
+    axes[1].legend(fontsize=7)
+    axes[2].legend(fontsize=7)
+    for ax in axes:
+        for end in hybrid_arm.PHASES[:2]:
+            ax.axvline(end, color="grey", lw=0.5)
+    fig.tight_layout()
+    path = out / "paper002_sim2.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return {"run_s": run_s, "arm_max_error_rad": float(np.abs(q[:, :6] - r["arm_ref"]).max()),
+            "rod_end": rod[-1].tolist(), "rod_error_end": float(np.abs(rod[-1] - hybrid_arm.ROD_FINAL).max()),
+            "max_tension_N": float(np.abs(u[:, 6:9]).max()), "volume_change_end_m3": float(r["volume"][-1]),
+            "gripper_end": q[-1, 9:].tolist(), "plot": str(path),
+            "choices": [" ".join(item.split()) for item in hybrid_arm.__doc__.split("\n- ")[1:]]}
+
+
+def _print_sim2(r: dict) -> None:
+    print(f"Sim 2: {r['run_s']:.0f} s; arm max |q - q_ref| {r['arm_max_error_rad']:.1e} rad; rod at 6 s "
+          f"{[round(x, 4) for x in r['rod_end']]} (max error to q_f {r['rod_error_end']:.1e}); max tension "
+          f"{r['max_tension_N']:.1f} N; chamber volume change {r['volume_change_end_m3']:.2e} m^3; plot: {r['plot']}")
+
+
 def _print_sim1(r: dict) -> None:
     print(f"Sim 1: build {r['build_s']:.1f} s, {r['equilibria']} equilibria in {r['reference_s']:.1f} s "
           f"(statics residual {r['max_statics_residual_N']:.1e} N, tip error {r['max_equilibrium_tip_error_m']:.1e} m, "
@@ -165,7 +217,7 @@ def run(args) -> int:
     out.mkdir(parents=True, exist_ok=True)
     results = {}
     for name, simulate, show in (("1", lambda: sim1(args.sim1_duration, args.sim1_equilibria, out), _print_sim1),
-                                 ("3", lambda: sim3(args, out), _print_sim3)):
+                                 ("2", lambda: sim2(out), _print_sim2), ("3", lambda: sim3(args, out), _print_sim3)):
         if name in sims:
             results[f"sim{name}"] = simulate()
             (out / f"paper002_sim{name}.json").write_text(json.dumps(results[f"sim{name}"], indent=2))
