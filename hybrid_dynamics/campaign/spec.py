@@ -18,7 +18,8 @@
                                   # (to check that a crash is recorded and the campaign goes on)
 
 Fault kinds (:data:`FAULT_KINDS`), each expanded over the robot's legs and joints:
-``leg`` every single leg lost, ``leg_pair`` every pair, ``tripod`` every triple, ``link``
+``leg`` every single leg lost, ``leg_pair`` every pair, ``tripod`` every triple, ``leg_quad``
+every four (two feet left: statically infeasible, the sit-down), ``link``
 links ``k..`` lost at each index ``k >= 2`` of each leg (``k = 1`` is the leg), and
 ``locked_joint`` each joint locked at the angle it has when the damage happens.
 
@@ -39,7 +40,8 @@ from ..paths import config_dir
 
 FIELDS = {"description", "robot", "speeds", "faults", "damage_at", "phases", "after", "declared",
           "seeds", "wall_limit", "scenario", "inject_crash"}
-FAULT_KINDS = ("leg", "leg_pair", "tripod", "link", "locked_joint")
+FAULT_KINDS = ("leg", "leg_pair", "tripod", "leg_quad", "link", "locked_joint")
+LEGS_LOST = {"leg_pair": 2, "tripod": 3, "leg_quad": 4}     # legs lost together per kind
 SCENARIO_FIELDS = {"sensors", "controller", "locomotion", "detector", "control_rate"}
 
 
@@ -172,8 +174,8 @@ def faults_of(robot, kinds) -> List[Fault]:
     for kind in kinds:
         if kind == "leg":
             faults += [Fault(n, kind, (_event("remove_leg", n),)) for n in names]
-        elif kind in ("leg_pair", "tripod"):
-            for combo in itertools.combinations(names, 2 if kind == "leg_pair" else 3):
+        elif kind in LEGS_LOST:
+            for combo in itertools.combinations(names, LEGS_LOST[kind]):
                 faults.append(Fault("+".join(combo), kind, tuple(_event("remove_leg", n) for n in combo)))
         elif kind == "link":
             for leg in legs:

@@ -22,10 +22,11 @@ from ..model.morphology import Morphology, MorphologyMap
 def to_references(ref):
     """A :class:`~hybrid_dynamics.control.locomotion.LocomotionReference` as the controller's
     :class:`~hybrid_dynamics.control.references.References` (stance feet are contacts, swing
-    feet tracked)."""
+    feet tracked; no orientation target while the body sits down, its orientation task off)."""
     return References(
         com=Target(ref.com_position, ref.base_linear_velocity, ref.base_linear_acceleration),
-        base_orientation=OrientationTarget(ref.base_orientation, ref.base_angular_velocity),
+        base_orientation=None if ref.base_orientation is None else
+        OrientationTarget(ref.base_orientation, ref.base_angular_velocity),
         swing_feet={f: Target(x.position, x.velocity, x.acceleration) for f, x in ref.feet.items() if not x.stance})
 
 

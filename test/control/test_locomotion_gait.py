@@ -236,3 +236,45 @@ def test_a_swing_under_which_the_body_sinks_is_aborted_and_the_robot_stands(robo
         ref = planner.update(t)
     assert all(x.stance for x in ref.feet.values()) and ref.gait == "stand"
     assert ref.feet[swinging[0]].position[2] == pytest.approx(planner.ground)
+
+
+def test_two_feet_left_sit_down_at_once(robot):
+    """Four legs lost while a tripod swings (no standing posture: static feasibility says so
+    for two feet): the planner sits down at the morphology change. The foot in the air lands
+    within ``landing_time`` and both feet stay down (gait 'sit'); the CoM height reference
+    descends at ``sit_speed`` (finite differences of the references) to the ground and then
+    stays; its horizontal reference follows the measured CoM with zero horizontal velocity;
+    the orientation is left free; a later morphology change does not stand it up again.
+    Three feet left stand instead (test_three_legs_stand_still_with_com_centred)."""
+    planner = LocomotionPlanner(robot)
+    planner.reset(0.0, standing_q(robot))
+    planner.set_command(0.1)
+    for t in np.arange(0.0, 0.3, 0.005):
+        ref = planner.update(t)
+    assert not ref.feet["leg1_foot"].stance and ref.feet["leg2_foot"].stance
+    cfg = planner.config
+    morph = Morphology.healthy(robot)
+    for leg in ("leg3", "leg4", "leg5", "leg6"):
+        morph = morph.remove_leg(leg)
+    t = 0.3
+    planner.set_morphology(MorphologyMap(robot, morph), t)
+    p0, p1, _, t_land = planner.landing["leg1_foot"]
+    assert p1[2] == pytest.approx(planner.ground) and t_land == pytest.approx(t + cfg.landing_time)
+    com = ref.com_position.copy()
+    samples = []
+    for k in range(1, 41):
+        moved = com + [0.002 * k, -0.001 * k, -0.01]
+        ref = planner.update(t + 0.005 * k, com_measured=moved)
+        samples.append((t + 0.005 * k, ref.com_position.copy(), ref.base_linear_velocity.copy()))
+        assert ref.gait == "sit" and set(ref.feet) == {"leg1_foot", "leg2_foot"}
+        assert ref.base_orientation is None
+        assert np.allclose(ref.com_position[:2], moved[:2])             # follows the measured CoM
+    (ta, ca, va), (tb, cb, _) = samples[10], samples[30]
+    assert (cb[2] - ca[2]) / (tb - ta) == pytest.approx(-cfg.sit_speed)
+    assert np.allclose(va, [0.0, 0.0, -cfg.sit_speed])
+    assert all(x.stance for x in ref.feet.values())
+    planner.set_morphology(MorphologyMap(robot, morph.remove_leg("leg2")), t + 0.3)
+    late = t + (com[2] - planner.ground) / cfg.sit_speed + 0.5
+    ref = planner.update(late, com_measured=com)
+    assert ref.gait == "sit" and ref.com_position[2] == pytest.approx(planner.ground)
+    assert np.allclose(ref.base_linear_velocity, 0.0)

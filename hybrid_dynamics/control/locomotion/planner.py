@@ -22,12 +22,18 @@ strong one resists the body shifts of the wave gait.
 
 Which legs walk: every leg whose contact survives the morphology and none of whose joints is
 locked (a leg with a locked joint is held up, its foot tucked under the hip). Six walking legs
-with complete gait groups: the tripod; 4 or 5: the wave gait; 3: stand still, CoM centred.
+with complete gait groups: the tripod; 4 or 5: the wave gait; 3: stand still, CoM centred;
+fewer than 3: sit down.
+
+**Sitting down** (what cannot be held): with fewer than three feet left (no standing posture
+exists, ``control/static_feasibility.py``), every foot lands and stays down and the CoM height
+reference descends at ``sit_speed`` to the ground, the body free to tilt
+(:meth:`LocomotionPlanner._sit_down`). A body that sat down stays down.
 """
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Dict, List, Mapping, Optional, Sequence
 
 import numpy as np
@@ -55,6 +61,7 @@ class LocomotionConfig:
     search_speed: float = 0.2           # m/s, a landing foot not down at the end of its landing keeps descending
     search_depth: float = 0.03          # m below the ground the search goes before the foot is taken as down anyway
     abort_drop: float = 0.01            # m the measured CoM may sink below its reference while a static gait swings a foot; then the foot lands and the robot stands
+    sit_speed: float = 0.1              # m/s, how fast the CoM reference descends when the body sits down (half the 0.2 m/s touch-down bound)
     max_speed: float = 0.15             # m/s, |cmd_vel| is clipped to this
     max_stride: float = 0.075           # m a stance foot may sweep under the body: caps the speed per gait
     max_yaw_rate: float = 0.5           # rad/s
@@ -85,7 +92,7 @@ class LocomotionReference:
     """What the whole-body controller tracks at one instant (world frame)."""
     t: float
     base_position: np.ndarray
-    base_orientation: np.ndarray          # quaternion x y z w
+    base_orientation: Optional[np.ndarray]   # quaternion x y z w; None: free (the body sits down)
     base_linear_velocity: np.ndarray
     base_angular_velocity: np.ndarray
     base_linear_acceleration: np.ndarray
@@ -168,6 +175,7 @@ class LocomotionPlanner:
         self.body_plan: Optional[ComPath] = None
         self.plans: List[ComPath] = []          # every CoM path planned (tests and plots read them)
         self.last_com_v = np.zeros(2)
+        self.sitting: Optional[list] = None     # [t, CoM height, CoM xy] once the body sits down
         self.set_morphology(self.morphology_map, t, settle=0.0, phase_origin=0.0)
 
     def walking_legs(self, mmap=None) -> List[str]:
@@ -245,6 +253,41 @@ class LocomotionPlanner:
                 self.body_plan = self._plan_body(t, p0, self.last_com_v)
                 if self.body_plan is not None:
                     self.plans.append(self.body_plan)
+        if self.t is not None and (self.sitting is not None or len(legs) < 3):
+            # fewer than three feet cannot hold the body anywhere (static feasibility); a body
+            # that sat down stays down whatever is detected later
+            self._sit_down(t)
+
+    def _land_swinging(self, t: float) -> None:
+        """Every walking foot in the air lands straight down where it is within ``landing_time``
+        (the swing it was on is over)."""
+        for leg in self.walking:
+            frame = self.frame_of[leg]
+            if self.scheduler.phase(t, leg).stance or frame in self.landing:
+                continue
+            target = self.feet_pos[frame].copy()
+            target[2] = self.ground
+            self.landing[frame] = (self.feet_pos[frame].copy(), target, t, t + self.config.landing_time)
+            self.lift_from.pop(frame, None)
+            self.touchdown.pop(frame, None)
+
+    def _sit_down(self, t: float) -> None:
+        """Land the body from ``t``: every foot lands and stays down (gait ``sit``) and the CoM
+        height reference descends at ``sit_speed`` from its reference height to the ground, its
+        horizontal reference following the measured CoM with zero velocity, and no orientation
+        target (:meth:`_sit_reference`): the legs
+        brake the descent instead of holding a posture that cannot be held. Held level, two
+        feet brake nothing (a vertical force off the CoM tilts the body, so the QP gave the
+        feet ~3 N of the 21 N weight and the body fell at 1 m/s, campaign); free to tilt, the
+        body settles onto its edge."""
+        self._land_swinging(t)
+        self.pattern = replace(gaits.stand(self.walking), name="sit")
+        self.scheduler = GaitScheduler(self.pattern, t)
+        self.body_plan = None
+        self._slot_seen = None
+        if self.sitting is None:
+            xy = self._com_xy(self.N[:2] + self.offset, self.N[2])
+            self.sitting = [t, self.height + self.com_dz, xy]
 
     def _stand_still(self, t: float) -> None:
         """Give up walking from ``t``: every walking foot stays (or lands) where it is and
@@ -436,18 +479,23 @@ class LocomotionPlanner:
         ``feet_measured`` (world positions of the contact frames, from the estimate) confirm
         the touch-down of landing feet; without them a landing ends on time. ``com_measured``
         (world CoM of the estimate) lets a static gait abort a swing under which the body
-        sinks (:meth:`_swing_aborted`)."""
+        sinks (:meth:`_swing_aborted`) and a body sitting down follow it horizontally."""
         if self.t is None:
             raise RuntimeError("LocomotionPlanner.reset(t, q) must be called first")
         t = float(t)
         if com_measured is not None:
             self._swing_aborted(t, com_measured)
+            if self.sitting is not None:
+                self.sitting[2] = np.asarray(com_measured[:2], float).copy()
         standing, cmd = self._advance(t)
         if self.pattern.static and not standing and self.pattern.swing_fraction > 0.0:
             self._plan_slot(t)
         R = _yaw_rot(self.N[2])
         moving = 0.0 if standing else 1.0
-        base, quat, v_lin, a_lin, com = self._body_reference(t, R, moving, cmd)
+        if self.sitting is None:
+            base, quat, v_lin, a_lin, com = self._body_reference(t, R, moving, cmd)
+        else:
+            base, quat, v_lin, a_lin, com = self._sit_reference(t, R)
         kept = None if self.morphology_map is None else {c.frame for c in self.morphology_map.contacts}
         feet: Dict[str, FootReference] = {}
         for frame, nominal in self.nominal.items():
@@ -466,16 +514,9 @@ class LocomotionPlanner:
             return False
         if float(com[2]) > self.height + self.com_dz - self.config.abort_drop:
             return False
-        swinging = [self.frame_of[leg] for leg in self.walking
-                    if not self.scheduler.phase(t, leg).stance and self.frame_of[leg] not in self.landing]
-        if not swinging:
+        if all(self.scheduler.phase(t, leg).stance or self.frame_of[leg] in self.landing for leg in self.walking):
             return False
-        for frame in swinging:
-            target = self.feet_pos[frame].copy()
-            target[2] = self.ground
-            self.landing[frame] = (self.feet_pos[frame].copy(), target, t, t + self.config.landing_time)
-            self.lift_from.pop(frame, None)
-            self.touchdown.pop(frame, None)
+        self._land_swinging(t)
         self._stand_still(t)
         return True
 
@@ -560,6 +601,24 @@ class LocomotionPlanner:
         com[:2] = self._com_xy(base[:2], self.N[2])
         com[2] = self.height + self.com_dz
         return base, pin.Quaternion(R).coeffs().copy(), v_lin, a_lin, com
+
+    def _sit_reference(self, t: float, R: np.ndarray):
+        """The body while it sits down (:meth:`_sit_down`): the CoM at the measured horizontal
+        position with zero horizontal velocity (the QP damps a sliding body rather than
+        pulling it back over feet that cannot carry it), its height descending at
+        ``sit_speed`` to the ground; the orientation is left free (:attr:`LocomotionReference.base_orientation` None)."""
+        t0, z0, xy = self.sitting
+        z = max(z0 - self.config.sit_speed * (t - t0), self.ground)
+        com = np.array([xy[0], xy[1], z])
+        v_lin, a_lin = np.zeros(3), np.zeros(3)
+        if z > self.ground:
+            v_lin[2] = -self.config.sit_speed
+        base = com.copy()
+        base[:2] = xy - R[:2, :2] @ self.com_offset
+        base[2] = z - self.com_dz
+        self.offset = base[:2] - self.N[:2]
+        self.last_com_v = np.zeros(2)
+        return base, None, v_lin, a_lin, com
 
     def _foot_reference(self, frame: str, nominal: np.ndarray, t: float, base: np.ndarray, R: np.ndarray,
                         v_lin: np.ndarray, a_lin: np.ndarray,
