@@ -35,7 +35,7 @@ setup(
         *tree("config"),
         *tree("robots"),
     ],
-    install_requires=["setuptools", "numpy", "scipy", "pyyaml"],
+    install_requires=["setuptools", "numpy", "scipy", "pyyaml", "numba"],
     zip_safe=True,
     maintainer="hybrid_dynamics developers",
     maintainer_email="dev@hybrid-dynamics.local",

@@ -13,6 +13,13 @@ measure    p_fi - p = R r_i(q)                      leg kinematics (r_i in the b
            p_fi,z   = ground_height + radius_i      a stance foot is on the ground
            every swing-foot row gets a huge noise, so it has no weight.
 
+The velocity rows of the n feet all measure the same v with independent noises: they enter as
+one row triple, their precision-weighted mean with the combined variance, which is a
+sufficient statistic for v (the posterior is the same as with the n triples); their scatter
+about the mean, sum_i |v_i - v_mean|^2 / r_i, is what the n triples add to the innovation
+statistic, and is added to it. The step itself (predict, correct, health) is one compiled
+call, estimation/kalman_step.py.
+
 Health (checked every cycle): the state and covariance are finite, the covariance of the
 base position and velocity is positive definite and below ``max_covariance``, and the
 innovation is within the gate (its normalised square nu^T S^-1 nu per measured row below
@@ -29,18 +36,15 @@ simply ignored (their contacts are never measured).
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Dict, Mapping, Optional, Sequence
 
 import numpy as np
 import pinocchio as pin
-from scipy.linalg import lapack
 
 from ..errors import reject_unknown_settings
+from . import kalman_step
 
-_potrf = lapack.dpotrf
-_gesv = lapack.dgesv
 
 GRAVITY = np.array([0.0, 0.0, -9.81])
 
@@ -126,20 +130,29 @@ class BaseEstimator:
             rel = base.actInv(M)
             self.R_bi = rel.rotation.copy()
             self.p_bi = rel.translation.copy()
-        # constant measurement matrix: [positions (3nc); velocities (3nc); heights (nc)]
-        nc, nx = self.nc, self.nx
-        self.nz = 7 * nc
-        C = np.zeros((self.nz, nx))
-        for i in range(nc):
-            C[3 * i:3 * i + 3, 0:3] = -np.eye(3)
-            C[3 * i:3 * i + 3, 6 + 3 * i:9 + 3 * i] = np.eye(3)
-            C[3 * nc + 3 * i:3 * nc + 3 * i + 3, 3:6] = np.eye(3)
-            C[6 * nc + i, 8 + 3 * i] = 1.0
-        self.C = C
+        c = self.config
+        variances = np.empty(8)
+        for index, sigma in ((kalman_step.POSITION, c.position_noise), (kalman_step.ACCEL, c.accel_noise),
+                             (kalman_step.STANCE_FOOT, c.stance_foot_noise), (kalman_step.SWING_FOOT, c.swing_foot_noise),
+                             (kalman_step.KINEMATICS, c.kinematics_noise), (kalman_step.VELOCITY, c.velocity_noise),
+                             (kalman_step.HEIGHT, c.height_noise), (kalman_step.UNMEASURED, c.swing_measurement_noise)):
+            variances[index] = sigma ** 2
+        self._variances = variances
+        self._compile_step()
         self._q0 = pin.neutral(self.model)
         self._v0 = np.zeros(self.model.nv)
         self.health = EstimatorHealth()
         self.reset()
+
+    def _compile_step(self) -> None:
+        """Compile the filter step (or load it from numba's on-disk cache: about 6 s the first
+        time on a machine, 0.3 s after) now, on arguments of the types update() passes, so
+        that no control cycle waits for it."""
+        r = np.zeros((self.nc, 3))
+        kalman_step.step(np.zeros(self.nx), np.eye(self.nx), 1e-3, GRAVITY.copy(), r, r.copy(), np.zeros(3),
+                         np.eye(3) @ np.eye(3), self.contact_heights, self.active.copy(), self.active,
+                         self._variances, self.config.use_foot_height, self.config.innovation_gate, True,
+                         self.config.max_covariance)
 
     # ------------------------------------------------------------------ state
     def reset(self) -> None:
@@ -197,76 +210,37 @@ class BaseEstimator:
         dt = min(max(float(t - self.t), 0.0), 0.1)          # plain floats: np.clip of a scalar is ~10 calls
         self.t = t
 
-        # ---- predict
-        x, P = self.x, self.P
-        nc = self.nc
-        x[0:3] += dt * x[3:6] + 0.5 * dt * dt * a_w
-        x[3:6] += dt * a_w
-        # P = A P A^T with A = [[I, dt I], [0, I]] on the base block
-        P[0:3, :] += dt * P[3:6, :]
-        P[:, 0:3] += dt * P[:, 3:6]
-        q_diag = np.empty(self.nx)
-        q_diag[0:3] = cfg.position_noise ** 2 * dt
-        q_diag[3:6] = cfg.accel_noise ** 2 * dt
-        foot_q = np.where(contact, cfg.stance_foot_noise ** 2, cfg.swing_foot_noise ** 2) * max(dt, 1e-4)
-        q_diag[6:] = np.repeat(foot_q, 3)
-        P[np.diag_indices(self.nx)] += q_diag
-
-        # ---- correct
-        z = np.empty(self.nz)
-        z[0:3 * nc] = r_w.ravel()
-        v_meas = -(r @ pin.skew(w_b).T + rd) @ R.T            # rows: -R (w x r_i + J_i qd), w x r = [w]x r
-        z[3 * nc:6 * nc] = v_meas.ravel()
-        z[6 * nc:] = self.contact_heights
-        big = cfg.swing_measurement_noise ** 2
-        r_diag = np.empty(self.nz)
-        r_diag[0:3 * nc] = np.repeat(np.where(self.active, cfg.kinematics_noise ** 2, big), 3)
-        r_diag[3 * nc:6 * nc] = np.repeat(np.where(contact, cfg.velocity_noise ** 2, big), 3)
-        h_noise = cfg.height_noise ** 2 if cfg.use_foot_height else big
-        r_diag[6 * nc:] = np.where(contact, h_noise, big)
-        C = self.C
-        PCt = P @ C.T
-        S = C @ PCt
-        S[np.diag_indices(self.nz)] += r_diag
-        innovation = z - C @ x
-        rhs = np.empty((self.nz, self.nx + 1))        # K^T and S^-1 nu from one solve
-        rhs[:, :self.nx] = PCt.T
-        rhs[:, self.nx] = innovation
-        sol, info = _gesv(S, rhs)[2:]                      # LAPACK directly: numpy's wrapper is ~20 calls
-        if info != 0:
-            sol = np.linalg.pinv(S) @ rhs
-        measured = max(int(np.count_nonzero(r_diag < big)), 1)
-        with np.errstate(over="ignore", invalid="ignore"):      # a corrupted state: judged below
-            nis = float(innovation @ sol[:, self.nx]) / measured
+        # ---- predict and correct (estimation/kalman_step.py, compiled)
+        nis, code = kalman_step.step(self.x, self.P, dt, a_w, r, rd, w_b, R, self.contact_heights, contact,
+                                     self.active, self._variances, cfg.use_foot_height, cfg.innovation_gate,
+                                     fresh, cfg.max_covariance)
         self.health.innovation = nis
-        if not nis <= cfg.innovation_gate and not fresh:
+        if code == kalman_step.INNOVATION_BEYOND_GATE:
             return self._restart(f"innovation {nis:.3g} per row beyond the gate {cfg.innovation_gate:g}",
                                  t, qj, vj, imu, stance)
-        x += sol[:, :self.nx].T @ innovation
-        P -= sol[:, :self.nx].T @ PCt.T
-        P[:] = 0.5 * (P + P.T)
-        self.x, self.P = x, P
-        fault = self._fault()
+        fault = self._fault_reason(code)
         if fault and not fresh:
             return self._restart(fault, t, qj, vj, imu, stance)
         self.health.healthy = not fault
         return self._state(R, w_b, qj, vj, r_w)
 
     def _fault(self) -> str:
-        """Why the state is unhealthy, or '' (a few microseconds: one sum per array, the
-        diagonal, a 6 x 6 Cholesky through LAPACK)."""
-        x, P = self.x, self.P
-        if not math.isfinite(float(x.sum()) + float(P.sum())):     # NaN, inf, or overflowing
-            return "state or covariance not finite"
-        diag = P.diagonal()
-        worst = float(diag[:6].max())
-        if worst > self.config.max_covariance:
+        """Why the state is unhealthy, or '' (finite, the base covariance bounded, the
+        diagonal positive, the base block positive definite: kalman_step.state_fault)."""
+        return self._fault_reason(kalman_step.state_fault(self.x, self.P, self.config.max_covariance))
+
+    def _fault_reason(self, code: int) -> str:
+        """The sentence for a health code of kalman_step ('' if healthy)."""
+        if code == kalman_step.HEALTHY:
+            return ""
+        if code == kalman_step.COVARIANCE_TOO_LARGE:
+            worst = float(self.P.diagonal()[:6].max())
             return f"base covariance {worst:.3g} beyond {self.config.max_covariance:g}"
-        if not float(diag.min()) > 0.0:
-            return "covariance not positive"
-        if _potrf(P[0:6, 0:6])[1] != 0:
-            return "base covariance not positive definite"
-        return ""
+        return {kalman_step.NOT_FINITE: "state or covariance not finite",
+                kalman_step.COVARIANCE_NOT_POSITIVE: "covariance not positive",
+                kalman_step.BASE_NOT_POSITIVE_DEFINITE: "base covariance not positive definite",
+                kalman_step.INNOVATION_NOT_POSITIVE_DEFINITE: "innovation covariance not positive definite",
+                }[code]
 
     def _restart(self, reason: str, *sample) -> BaseState:
         """Say why, then run this sample through a reset filter, as the first one."""
@@ -301,6 +275,6 @@ class BaseEstimator:
         v[0:3] = R.T @ self.x[3:6]
         v[3:6] = w_b
         v[6:] = vj
-        feet = {f: self.x[0:3] + r_w[i] for i, f in enumerate(self.frames)}
+        feet = dict(zip(self.frames, self.x[0:3] + r_w))
         self.last = BaseState(q, v, self.P[0:6, 0:6].copy(), feet)
         return self.last
