@@ -20,7 +20,7 @@ export MPLBACKEND := Agg
 PACKAGES := ros-jazzy-rclpy ros-jazzy-sensor-msgs ros-jazzy-std-msgs ros-jazzy-geometry-msgs \
 	ros-jazzy-nav-msgs ros-jazzy-visualization-msgs ros-jazzy-diagnostic-msgs \
 	ros-jazzy-std-srvs ros-jazzy-rmw-fastrtps-cpp pin osqp proxsuite daqp "mujoco<4" \
-	example-robot-data rosbags matplotlib distributed numpy scipy pyyaml pytest pytest-timeout hypothesis catkin_pkg casadi numba \
+	example-robot-data rosbags matplotlib distributed numpy scipy pyyaml pytest pytest-timeout hypothesis catkin_pkg casadi numba pyelastica \
 	colcon-core colcon-ros colcon-package-selection
 
 .PHONY: venv demo test test-long tsid-venv clean
