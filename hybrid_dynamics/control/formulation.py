@@ -123,6 +123,7 @@ class Layout:
         self.key = (f.generation, mode) if mode == "fixed" else (f.generation, mode, stance)
         # stance forces (the ones tasks act on)
         self.stance_contacts = [i for i in self.included if stance[i]]
+        self.swing_contacts = [i for i in range(len(f.contacts)) if not stance[i]]
         cols, self.stance_force_slice, k = [], {}, 0
         for i in self.stance_contacts:
             c = f.contacts[i]

@@ -12,15 +12,22 @@ and the QP is solved over ``y`` alone (nx - neq variables, inequalities only):
 
     min 1/2 y^T (Q2^T H Q2) y + (Q2^T (H x0 + g))^T y    s.t.  l - C x0 <= C Q2 y <= u - C x0.
 
-Two exact steps, cheapest first. (1) The equality-constrained minimiser, one LAPACK solve of
-the KKT system ``[H A^T; A 0] [x; lam] = [-g; b]``, is the optimum whenever it satisfies every
-inequality: the common case while the robot stands well inside its cones and limits, and
-where Goldfarb-Idnani (TSID's eiquadprog) starts too. After it missed (inequalities active),
-the same check is made in reduced coordinates (a Cholesky of the reduced Hessian) for a
-while, which is cheaper once the elimination is done anyway. (2) Otherwise the subclass's
-solver on the reduced problem, one per structure key, warm-started from its previous result;
-first without the *lazy* rows (torque and joint limits), which are then checked: if they
-hold, that is the optimum.
+Two exact steps, cheapest first. (1) The equality-constrained minimiser is the optimum
+whenever it satisfies every inequality: the common case while the robot stands well inside its
+cones and limits, and where Goldfarb-Idnani (TSID's eiquadprog) starts too. After a cycle that
+ended there it is tried first, by one LAPACK solve of the KKT system
+``[H A^T; A 0] [x; lam] = [-g; b]``; otherwise it is tried after the elimination (a Cholesky
+of the reduced Hessian), with a back-off: after k misses in a row it waits 2^k cycles (at most
+32) before trying again, so that a walk, whose optimum always has active inequalities, pays
+for it on a few percent of its cycles. (2) Otherwise the subclass's solver on the reduced
+problem, one per structure key, warm-started from its previous result; first without the
+*lazy* rows (torque and joint limits), which are then checked in the original coordinates
+(``l <= C x <= u``, no reduced rows needed): if they hold, that is the optimum. While a lazy row
+is active at the optimum (a torque at its limit through a stride) the next cycles go straight
+to the problem with every row, until none is active.
+
+The inequality rows are laid out with the lazy ones last (:class:`~..formulation.Layout`), so
+the eager rows are a leading block and their reduced rows ``C Q2`` one product on a view.
 
 Side effect worth having: the equalities (floating-base dynamics, contact accelerations) hold
 to round-off whatever the solver tolerance. If ``A`` is rank deficient (a contact Jacobian at
@@ -41,15 +48,35 @@ SHORTCUT = "solved (equality-constrained)"
 
 
 class _Reduction:
-    """Buffers of the KKT shortcut and the null-space elimination for one structure."""
+    """Buffers and per-structure state of the shortcut and the elimination (module docstring)."""
 
-    def __init__(self, nx: int, neq: int):
+    def __init__(self, nx: int, neq: int, lazy):
         self.P = np.zeros((nx, nx), order="F")
-        self.ny = nx - neq
         self.K = np.zeros((nx + neq, nx + neq), order="F")    # symmetric: C or F order alike
         self.r = np.zeros(nx + neq)
         self.nx = nx
-        self.skip_kkt = 0
+        self.last_shortcut = True        # the previous cycle ended at the KKT minimiser
+        self.wait = 0                    # cycles before the next reduced shortcut test
+        self.backoff = 1
+        self.lazy_needed = False         # a lazy row was active at the previous optimum
+        nin = len(lazy) if lazy is not None else 0
+        ne = nin - int(lazy.sum()) if nin else 0
+        split = 0 < ne < nin
+        self.eager = self.lazy = None
+        if split and not lazy[:ne].any():            # the lazy rows are the last block
+            self.eager, self.lazy = slice(0, ne), slice(ne, nin)
+        elif split:
+            self.eager, self.lazy = np.flatnonzero(~lazy), np.flatnonzero(lazy)
+
+    def missed(self) -> None:
+        self.last_shortcut = False
+        self.wait = self.backoff
+        self.backoff = min(2 * self.backoff, 32)
+
+    def hit(self) -> None:
+        self.last_shortcut = True
+        self.wait = 0
+        self.backoff = 1
 
 
 class NullSpaceSolver(QPSolver):
@@ -79,12 +106,10 @@ class NullSpaceSolver(QPSolver):
             return self._inner(p.key, p.H, p.g, p.C, p.l, p.u, p.x)
         red = self.reductions.get(p.key)
         if red is None:
-            red = self.reductions[p.key] = _Reduction(p.nx, neq)
-        # (1) equality-constrained minimiser: one KKT solve, skipped for a while after a miss
+            red = self.reductions[p.key] = _Reduction(p.nx, neq, getattr(p, "lazy_rows", None))
+        # (1) equality-constrained minimiser by the KKT system, after a cycle that ended there
         nx, K, r = p.nx, red.K, red.r
-        if red.skip_kkt > 0:
-            red.skip_kkt -= 1
-        else:
+        if red.last_shortcut:
             K[:nx, :nx] = p.H
             K[:nx, nx:] = p.A.T
             K[nx:, :nx] = p.A
@@ -97,7 +122,7 @@ class NullSpaceSolver(QPSolver):
                 if (cx >= p.l - 1e-9).all() and (cx <= p.u + 1e-9).all():
                     self.shortcuts += 1
                     return SolveResult(x, True, SHORTCUT, 0, False, True)
-            red.skip_kkt = 20
+            red.missed()
         qr, tau, _, info = lapack.dgeqrf(p.A.T)
         diag = np.abs(np.diagonal(qr)[:neq])
         if info != 0 or diag.min() <= self.rank_tol * max(1.0, diag.max()):
@@ -106,44 +131,57 @@ class NullSpaceSolver(QPSolver):
         P[:, :neq] = qr
         Q, _, info = lapack.dorgqr(P, tau)
         w, info2 = lapack.dtrtrs(qr[:neq, :neq], p.b, lower=0, trans=1)
-        Q1, Q2 = Q[:, :neq], Q[:, neq:]
-        x0 = Q1 @ w
-        HQ2 = p.H @ Q2
-        Hy = Q2.T @ HQ2
+        Q2 = Q[:, neq:]
+        x0 = Q[:, :neq] @ w
+        Hy = Q2.T @ (p.H @ Q2)
         gy = Q2.T @ (p.H @ x0 + p.g)
-        Cy = p.C @ Q2
         Cx0 = p.C @ x0
         ly = p.l - Cx0
         uy = p.u - Cx0
-        if red.skip_kkt:                    # the same check in reduced coordinates
+        eager = red.eager
+        all_rows = eager is None or red.lazy_needed
+        Cy = p.C @ Q2 if all_rows else p.C[eager] @ Q2     # the eager rows' reduced rows
+        if red.wait > 0:
+            red.wait -= 1
+        elif not red.last_shortcut:           # the same test in reduced coordinates
             L, info3 = lapack.dpotrf(Hy)
             if info3 == 0:
                 y, _ = lapack.dpotrs(L, -gy)
-                cy = Cy @ y
-                if (cy >= ly - 1e-9).all() and (cy <= uy + 1e-9).all():
+                x = x0 + Q2 @ y
+                cx = p.C @ x
+                if (cx >= p.l - 1e-9).all() and (cx <= p.u + 1e-9).all():
                     self.shortcuts += 1
-                    red.skip_kkt = 0
-                    return SolveResult(x0 + Q2 @ y, True, SHORTCUT, 0, False, True)
+                    red.hit()
+                    return SolveResult(x, True, SHORTCUT, 0, False, True)
+            red.missed()
         # (2) the reduced, inequality-only problem; first without the lazy rows
         y0 = None
         if p.x is not None and len(p.x) == p.nx:
             y0 = Q2.T @ (p.x - x0)
-        lazy = getattr(p, "lazy_rows", None)
-        if lazy is not None and lazy.any() and not lazy.all():
-            eager = ~lazy
-            res = self._inner(p.key + ("eager",), Hy, gy, Cy[eager], ly[eager], uy[eager], y0)
+        if not all_rows:
+            res = self._inner(p.key + ("eager",), Hy, gy, Cy, ly[eager], uy[eager], y0)
             if res.ok:
-                cl = Cy[lazy] @ res.x
-                if (cl >= ly[lazy] - 1e-7).all() and (cl <= uy[lazy] + 1e-7).all():
-                    return self._lift(res, x0, Q2)
+                x = x0 + Q2 @ res.x
+                lz = red.lazy
+                cl = p.C[lz] @ x
+                if (cl >= p.l[lz] - 1e-7).all() and (cl <= p.u[lz] + 1e-7).all():
+                    return self._exact(res, x)
+            red.lazy_needed = True
+            Cy = p.C @ Q2
         key = p.key + ("reduced",)
         res = self._inner(key, Hy, gy, Cy, ly, uy, y0)
         if not res.ok:                     # a warm start gone astray: once more, cold
             res = self._inner(key, Hy, gy, Cy, ly, uy, None)
-        return self._lift(res, x0, Q2) if res.ok else res
+        if not res.ok:
+            return res
+        x = x0 + Q2 @ res.x
+        if red.lazy_needed:                # any lazy row still at a bound?
+            cl = Cy[red.lazy] @ res.x
+            red.lazy_needed = bool(((cl <= ly[red.lazy] + 1e-7) | (cl >= uy[red.lazy] - 1e-7)).any())
+        return self._exact(res, x)
 
     @staticmethod
-    def _lift(res: SolveResult, x0, Q2) -> SolveResult:
-        res.x = x0 + Q2 @ res.x
+    def _exact(res: SolveResult, x) -> SolveResult:
+        res.x = x
         res.exact = True
         return res

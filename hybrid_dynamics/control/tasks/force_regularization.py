@@ -38,6 +38,7 @@ class ForceRegularizationTask(Task):
         self.constant_hessian = self.wrench_weights is None or not surfaces
         self._G = {}
         self._diags = {}
+        self._surface = {}
 
     def active(self, refs) -> bool:
         return self.weight > 0.0 or self.eps > 0.0
@@ -78,26 +79,41 @@ class ForceRegularizationTask(Task):
             return
         w = self.weight
         share = layout.mass * 9.81 / (layout.nf_stance // 3)
-        idx = layout.f_stance_diag
+        diag, wW, soles = self._surface_terms(layout)
+        H[layout.f_stance_diag, layout.f_stance_diag] += diag
+        g[layout.f_stance] -= wW * self._f_ref(layout, refs, share)
+        for sl, c, GWG, Gb in soles:
+            # A = W6 G blkdiag(R^T, ..., R^T): A^T A = Rb (G^T W6^2 G) Rb^T, 3 x 3 blocks R K_ab R^T
+            R = state.data.oMf[c.frame_id].rotation
+            k = c.n_points
+            H[sl, sl] += (R @ GWG @ R.T).transpose(0, 2, 1, 3).reshape(3 * k, 3 * k)
+            g[sl] -= ((c.n_points * share) * Gb @ R.T).ravel()
+
+    def _surface_terms(self, layout):
+        """Per layout: the diagonal and the point weights with every sole's entries left to the
+        wrench form (``eps`` and 0), and per stance sole its columns with ``w G^T W6^2 G`` as
+        (k, k, 3, 3) blocks and ``w G^T W6^2 e_z`` as (k, 3) rows (sole frame)."""
+        terms = self._surface.get(id(layout))
+        if terms is not None:
+            return terms
+        w = self.weight
         diag = self._diag(layout).copy()
         wW = w * np.tile(self.W2, layout.nf_stance // 3)
-        f_ref = self._f_ref(layout, refs, share)
+        soles = []
         for i in layout.stance_contacts:
             c = layout.contacts[i]
             if c.kind != "surface":
                 continue
-            sl = layout.force_slice(i)
             rel = layout.stance_force_slice[c.frame]
             diag[rel] = self.eps
             wW[rel] = 0.0
-            R = state.data.oMf[c.frame_id].rotation
-            k = c.n_points        # W6 G blkdiag(R^T, ..., R^T), one block product per corner
-            A = (self._wrench_map(c).reshape(6, k, 3) @ R.T).reshape(6, 3 * k)
-            b = self.wrench_weights * np.array([0, 0, c.n_points * share, 0, 0, 0])
-            H[sl, sl] += w * A.T @ A
-            g[sl] -= w * A.T @ b
-        H[idx, idx] += diag
-        g[layout.f_stance] -= wW * f_ref
+            WG = self._wrench_map(c)
+            k = c.n_points
+            GWG = (w * WG.T @ WG).reshape(k, 3, k, 3).transpose(0, 2, 1, 3)
+            Gb = (w * self.wrench_weights[2] * WG[2]).reshape(k, 3)
+            soles.append((layout.force_slice(i), c, np.ascontiguousarray(GWG), Gb))
+        terms = self._surface[id(layout)] = (diag, wW, soles)
+        return terms
 
     def _wrench_map(self, c) -> np.ndarray:
         """``W6 G`` of a surface contact (sole frame), cached."""
