@@ -41,6 +41,10 @@ HELP = "time the whole-body QP controller's full cycle, and TSID on the same pro
 ROBOTS = ("jethexa", "solo12", "talos", "hybrid_biped")
 CLOSURE_TOL = 1e-10          # closed chains are timed only on states whose loops are closed
 PAPER_001_CYCLE_MS = 0.38    # paper 001's C++ estimator + model update + ID at 1 kHz
+# the whole cycle's stages: message parsing and checks; passive-joint closure and base
+# estimator; references and the command mapping; the controller's model update, QP build and
+# decoding; the QP solve
+STAGES = ("inputs", "estimate", "references_and_command", "model_build_decode", "solve")
 
 
 def add_arguments(parser) -> None:
@@ -80,26 +84,35 @@ def whole_cycle(robot, samples, overrides) -> dict:
     (joint-state and IMU parsing, passive-state and base estimators, weight-shift references,
     model update, QP, actuator forces) at 1 kHz on the samples' actuated states, with an IMU
     reading of the sample's base (specific force +g). p50 / p99 / max against paper 001's
-    0.38 ms for its C++ estimator and ID alone."""
+    0.38 ms for its C++ estimator and ID alone, and the same per stage (:data:`STAGES`)."""
     pipe = Pipeline(robot, {"references": "weight_shift", "controller": overrides})
     m = robot.model
     names = list(robot.actuated_joints)
     iq = [m.joints[m.getJointId(n)].idx_q for n in names]
     iv = [m.joints[m.getJointId(n)].idx_v for n in names]
-    times, safe = [], 0
+    times, safe, split = [], 0, []
     for rep in range(2):                         # the first pass warms caches and layouts
-        times, safe = [], 0
+        times, safe, split = [], 0, []
         for k, s in enumerate(samples):
             t = 1.0 + (rep * len(samples) + k) * 1e-3
             js = joint_state_sample(t, names, s.q[iq], s.v[iv])
             imu = imu_sample(t, ImuSample(s.q[3:7], s.v[3:6], np.array([0.0, 0.0, 9.81])))
             t0 = time.perf_counter()
             cycle = pipe.step(t, js, imu)
-            times.append(time.perf_counter() - t0)
+            total = time.perf_counter() - t0
+            times.append(total)
             safe += cycle.safe_mode is not None
+            if cycle.output is not None:
+                out = cycle.output
+                split.append((total - cycle.estimate_time - cycle.control_time, cycle.estimate_time,
+                              cycle.control_time - out.cycle_time, out.cycle_time - out.solve_time,
+                              out.solve_time))
     figures = _figures(times)
     figures.update(safe_mode_cycles=safe, reference_ms=PAPER_001_CYCLE_MS,
                    ratio_p99_to_reference=round(figures["p99_ms"] / PAPER_001_CYCLE_MS, 2))
+    if split:
+        figures["stages"] = {name: {k: round(v, 4) for k, v in tp.percentiles(col).items() if k != "over_1ms"}
+                             for name, col in zip(STAGES, zip(*split))}
     return figures
 
 
@@ -236,6 +249,8 @@ def run(args) -> int:
                       f"{wc['p50_ms']:.3f} ms  p99 {wc['p99_ms']:.3f} ms  max {wc['max_ms']:.3f} ms | paper 001's C++: "
                       f"{wc['reference_ms']} ms, p99 ratio {wc['ratio_p99_to_reference']:.2f}, "
                       f"safe-mode cycles {wc['safe_mode_cycles']}")
+                for name, f in wc.get("stages", {}).items():
+                    print(f"{'':>23} {name:<24} p50 {f['p50_ms']:.3f} ms  p99 {f['p99_ms']:.3f} ms")
             t = b.get("tsid", {})
             if "skipped" in t:
                 print(f"{'':>19} TSID: {t['skipped']}")

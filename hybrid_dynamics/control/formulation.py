@@ -31,6 +31,7 @@ import numpy as np
 import pinocchio as pin
 
 from ..errors import InputError
+from . import kernels
 from .constraints import (INF, ActuationLimits, ContactAcceleration, FloatingBaseDynamics,
                           FrictionCone, JointLimits)
 from .model_update import ContactModel, ModelUpdate
@@ -115,6 +116,8 @@ class Layout:
         self.act = f.joints.v_cols
         u = f.state.unactuated                  # rows of the dynamics with no actuator
         self.n_unactuated = len(u)
+        self.unactuated_rows = np.asarray(u, np.intp)
+        self.unactuated_zeros = np.zeros(len(u))
         contiguous = len(u) and np.array_equal(u, np.arange(u[0], u[0] + len(u)))
         self.unactuated = slice(u[0], u[0] + len(u)) if contiguous else u
         self.others = np.setdiff1d(np.arange(n), u)      # every other coordinate of dv
@@ -124,6 +127,9 @@ class Layout:
         # stance forces (the ones tasks act on)
         self.stance_contacts = [i for i in self.included if stance[i]]
         self.swing_contacts = [i for i in range(len(f.contacts)) if not stance[i]]
+        self.included_index = np.array(self.included, np.intp)
+        self.included_rows = np.array([f.contacts[i].n_rows for i in self.included], np.intp)
+        self.included_stance = np.array([stance[i] for i in self.included], bool)
         cols, self.stance_force_slice, k = [], {}, 0
         for i in self.stance_contacts:
             c = f.contacts[i]
@@ -371,11 +377,7 @@ class Formulation:
             if lay.nf:
                 rhs += Jf[:, u].T @ f
             dv[u] = np.linalg.solve(M[u][:, u], rhs)
-        act = lay.act
-        tau = M[act] @ dv + h[act]
-        if lay.nf:
-            tau -= Jf[:, act].T @ f
-        return dv, f, tau
+        return dv, f, kernels.actuated_torques(M, h, Jf, lay.act, dv, f)
 
     def gravity_compensation(self, q: np.ndarray, v: np.ndarray, damping: float) -> np.ndarray:
         """Fallback torques: joint-space gravity at q minus joint damping (finite always)."""

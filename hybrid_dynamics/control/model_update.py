@@ -41,7 +41,7 @@ import numpy as np
 import pinocchio as pin
 
 from ..dynamics.decoupling import VelocityFormRows, velocity_form_coriolis, velocity_form_rows
-from ..dynamics.lie import skew_b
+from . import kernels
 
 LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
 
@@ -101,9 +101,7 @@ class ModelUpdate:
         self.mass = float(sum(self.model.inertias[j].mass for j in range(self.model.njoints)))
         self.gravity = np.array(self.model.gravity.linear)
         self.G_x = np.concatenate([-self.mass * self.gravity, np.zeros(3)])   # G_x of the decoupled x-rows
-        self.J6 = [np.zeros((6, self.n)) for _ in contacts]
-        self.drift = [np.zeros(6) for _ in contacts]
-        self.Jp = [np.zeros((c.n_force, self.n)) for c in contacts]
+        self._allocate(contacts, self.n)
         self._ids = [c.frame_id for c in contacts]
         self._plain = [c.at_origin for c in contacts]
         self.q = self.v = self.v_m = None
@@ -112,6 +110,16 @@ class ModelUpdate:
         self.d = None
         self._rows = None
         self.cache = {}                  # per-cycle terms that tasks share (cleared by update)
+
+    def _allocate(self, contacts, n: int) -> None:
+        """Per-contact buffers, written in place each cycle: ``J6[i]`` and ``drift[i]`` are views
+        of the stacks ``J6_stack`` (contacts, 6, n) and ``drift_stack`` (contacts, 6) that the
+        compiled kernels read whole (:mod:`.kernels`)."""
+        self.J6_stack = np.zeros((len(contacts), 6, n))
+        self.drift_stack = np.zeros((len(contacts), 6))
+        self.J6 = list(self.J6_stack)
+        self.drift = list(self.drift_stack)
+        self.Jp = [np.zeros((c.n_force, n)) for c in contacts]
 
     # ------------------------------------------------------------------ cycle
     def update(self, q: np.ndarray, v: np.ndarray) -> None:
@@ -153,13 +161,12 @@ class ModelUpdate:
         J6, drift, Jp = self.J6, self.drift, self.Jp
         for i, fid in enumerate(self._ids):
             J, a = self.frame_terms(fid)
-            J6[i] = J
-            drift[i] = a
+            J6[i][:] = J
+            drift[i][:] = a
             if self._plain[i]:
                 Jp[i] = J[:3]
-            else:                        # J_pi = J[:3] - [r_i]x J[3:], all points at once
-                r = self.contacts[i].points @ data.oMf[fid].rotation.T
-                Jp[i] = (J[:3] - skew_b(r) @ J[3:]).reshape(-1, J.shape[1])
+            else:                        # J_pi = J[:3] - [r_i]x J[3:], r_i = R p_i, all points at once
+                kernels.point_jacobians(Jp[i], J, data.oMf[fid].rotation, self.contacts[i].points)
 
     # ------------------------------------------------------------------ on demand
     def _reduce(self, J: np.ndarray, a: np.ndarray):

@@ -54,8 +54,7 @@ class SoftModelUpdate(ModelUpdate):
             if k is not None and not c.at_origin:
                 raise InputError(f"contact {c.frame}: a soft-module contact is one material point, "
                                  "declare it as a point contact", field="contacts")
-        self.J6 = [np.zeros((6, self.n)) for _ in contacts]
-        self.Jp = [np.zeros((c.n_force, self.n)) for c in contacts]
+        self._allocate(contacts, self.n)
         self.points = np.zeros((len(leaves.contact_roots), 3))
 
     def update(self, q: np.ndarray, v: np.ndarray) -> None:

@@ -61,7 +61,7 @@ def test_walk_lifts_swing_feet_and_keeps_stance_feet_still():
 
 def test_bench_closed_chain_whole_cycle_and_table(cli, tmp_path):
     """`bench controller --robot hybrid_biped`: timed on closed states only (residual in the
-    JSON), the whole Pipeline cycle beside the QP cycle; `--table` turns the JSON into the
+    JSON), the whole Pipeline cycle beside the QP cycle with its per-stage split; `--table` turns the JSON into the
     README's rows (no wall-clock assertion)."""
     import json
     proc = cli("bench", "controller", "--robot", "hybrid_biped", "--workload", "sway", "--cycles", "40",
@@ -72,6 +72,9 @@ def test_bench_closed_chain_whole_cycle_and_table(cli, tmp_path):
     assert b["closure_residual"] <= 1e-10 and b["ours"]["fallbacks"] == 0
     wc = b["whole_cycle"]
     assert wc["p50_ms"] > 0 and wc["safe_mode_cycles"] == 0 and wc["reference_ms"] == 0.38
+    # the per-stage split: every stage timed, none longer than the longest whole cycle
+    assert list(wc["stages"]) == ["inputs", "estimate", "references_and_command", "model_build_decode", "solve"]
+    assert all(0 < f["p50_ms"] <= f["max_ms"] <= wc["max_ms"] for f in wc["stages"].values())
     saved = tmp_path / "qp.json"
     saved.write_text(proc.stdout)
     table = cli("bench", "controller", "--table", saved)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import kernels
 from .base import Constraint
 
 
@@ -27,11 +28,5 @@ class ActuationLimits(Constraint):
         return len(layout.act)
 
     def fill(self, C, lo, hi, state, layout) -> None:
-        act = layout.act
-        n = layout.n
-        C[:, :n] = state.M[act]
-        if layout.nf:
-            C[:, n:] = -layout.Jf[:, act].T
-        h_a = state.h[act]
-        np.subtract(-self.tau_max, h_a, out=lo)
-        np.subtract(self.tau_max, h_a, out=hi)
+        kernels.dynamics_rows(C, lo, hi, state.M, state.h, layout.Jf, layout.act, layout.n,
+                              -1.0, 1.0, self.tau_max)

@@ -11,8 +11,7 @@ fixed (OSQP) layout every contact has its rows; the rows of a swing contact are 
 """
 from __future__ import annotations
 
-import numpy as np
-
+from .. import kernels
 from .base import INF, Constraint
 
 
@@ -27,23 +26,6 @@ class ContactAcceleration(Constraint):
         return sum(layout.contacts[i].n_rows for i in layout.included)
 
     def fill(self, C, lo, hi, state, layout) -> None:
-        n = layout.n
-        inc = layout.included
-        if not inc:
-            return
-        if layout.rows_are_Jf:
-            C[:, :n] = layout.Jf
-            np.concatenate([state.drift[i][:3] for i in inc], out=lo)
-        else:
-            k = [layout.contacts[i].n_rows for i in inc]
-            np.concatenate([state.J6[i][:r] for i, r in zip(inc, k)], out=C[:, :n])
-            np.concatenate([state.drift[i][:r] for i, r in zip(inc, k)], out=lo)
-        if self.kd:
-            lo += self.kd * np.concatenate([state.frame_velocity(i)[:layout.contacts[i].n_rows] for i in inc])
-        np.negative(lo, out=lo)
-        if len(layout.swing_rows):
-            lo[layout.swing_rows] = -INF
-            hi[:] = lo
-            hi[layout.swing_rows] = INF
-        else:
-            hi[:] = lo
+        if layout.included:
+            kernels.contact_rows(C, lo, hi, state.J6_stack, state.drift_stack, layout.included_index,
+                                 layout.included_rows, layout.included_stance, state.v_m, self.kd, INF)

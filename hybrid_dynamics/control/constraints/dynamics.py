@@ -13,6 +13,7 @@ inertia; the rows are then those of the projected dynamics ``G_f^T (M a + h - J^
 """
 from __future__ import annotations
 
+from .. import kernels
 from .base import Constraint
 
 
@@ -24,9 +25,5 @@ class FloatingBaseDynamics(Constraint):
         return layout.n_unactuated
 
     def fill(self, C, lo, hi, state, layout) -> None:
-        n, u = layout.n, layout.unactuated
-        C[:, :n] = state.M[u]
-        if layout.nf:
-            C[:, n:] = -layout.Jf[:, u].T
-        lo[:] = -state.h[u]
-        hi[:] = lo
+        kernels.dynamics_rows(C, lo, hi, state.M, state.h, layout.Jf, layout.unactuated_rows, layout.n,
+                              0.0, 0.0, layout.unactuated_zeros)

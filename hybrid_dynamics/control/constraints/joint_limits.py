@@ -10,13 +10,13 @@ joint already over its speed limit is slowed down over ``T_v`` rather than in on
 
 The bounds are the intersection. When it is empty (a joint already past a stop, or moving too
 fast to stop in time) the pair is replaced by the gap between them, the least violation.
+One compiled call per cycle (:func:`~hybrid_dynamics.control.kernels.joint_acceleration_bounds`).
 These rows are *soft*: if the QP with them is infeasible, the same cycle solves again with a
 slack per row (weight ``slack_weight``): physics (dynamics, cones, torque limits) stays hard.
 """
 from __future__ import annotations
 
-import numpy as np
-
+from .. import kernels
 from .base import Constraint
 
 
@@ -41,15 +41,5 @@ class JointLimits(Constraint):
 
     def fill(self, C, lo, hi, state, layout) -> None:
         js = self.joints
-        q, v = state.q_joints, state.v_joints
-        T, dt = self.T, self.dt
-        c = 2.0 / (T * T)
-        # velocity bounds, position bounds, the acceleration cap (ufuncs in place)
-        np.maximum((-js.v_max - v) / dt, c * (js.q_min - q - v * T), out=lo)
-        np.minimum((js.v_max - v) / dt, c * (js.q_max - q - v * T), out=hi)
-        a = self.a_max
-        np.minimum(np.maximum(lo, -a, out=lo), a, out=lo)
-        np.minimum(np.maximum(hi, -a, out=hi), a, out=hi)
-        bad = lo > hi
-        if bad.any():
-            lo[bad], hi[bad] = hi[bad].copy(), lo[bad].copy()
+        kernels.joint_acceleration_bounds(lo, hi, state.q_joints, state.v_joints, js.q_min, js.q_max,
+                                          js.v_max, self.T, self.dt, self.a_max)

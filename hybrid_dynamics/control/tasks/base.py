@@ -36,9 +36,3 @@ class Task:
         self.add_hessian(H, layout)
         self.add_gradient(g, state, layout, refs)
 
-
-def add_least_squares(H, g, weight, A, b, cols) -> None:
-    """``H[cols, cols] += w A^T A`` and ``g[cols] -= w A^T b`` (cols a slice)."""
-    wAt = weight * A.T
-    H[cols, cols] += wAt @ A
-    g[cols] -= wAt @ b

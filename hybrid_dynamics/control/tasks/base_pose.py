@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pinocchio as pin
 
+from .. import kernels
 from .base import Task
 
 
@@ -50,6 +51,5 @@ class BaseOrientationTask(Task):
     def add_gradient(self, g, state, layout, refs) -> None:
         t = refs.base_orientation
         R = state.base_placement.rotation
-        a_des = t.angular_acceleration + self.kp * pin.log3(t.rotation() @ R.T) \
-            + self.kd * (t.angular_velocity - R @ state.v_m[3:6])
-        g[3:6] -= self.weight * (R.T @ a_des)
+        kernels.orientation_gradient(g, pin.log3(t.rotation() @ R.T), R, state.v_m, t.angular_velocity,
+                                     t.angular_acceleration, self.weight, self.kp, self.kd)

@@ -13,6 +13,7 @@ ballistic and the task is inert.
 """
 from __future__ import annotations
 
+from .. import kernels
 from .base import Task
 
 
@@ -32,7 +33,6 @@ class ComTask(Task):
         if not layout.nf_stance:
             return
         t = refs.com
-        a_des = t.acceleration + self.kp * (t.position - state.com) + self.kd * (t.velocity - state.com_velocity)
         # -w/m^2 S^T (m (a_des - g)): the same 3-vector for every stance point
-        b = (self.weight / layout.mass) * (a_des - state.gravity)
-        layout.g_force_rows(g)[:] -= b
+        kernels.com_gradient(g, layout.f_stance_diag, t.acceleration, t.position, t.velocity, state.com,
+                             state.com_velocity, state.gravity, self.kp, self.kd, self.weight / layout.mass)

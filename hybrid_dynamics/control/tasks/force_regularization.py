@@ -22,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...dynamics.lie import skew
+from .. import kernels
 from .base import Task
 
 
@@ -82,12 +83,10 @@ class ForceRegularizationTask(Task):
         diag, wW, soles = self._surface_terms(layout)
         H[layout.f_stance_diag, layout.f_stance_diag] += diag
         g[layout.f_stance] -= wW * self._f_ref(layout, refs, share)
-        for sl, c, GWG, Gb in soles:
+        for start, c, GWG, Gb in soles:
             # A = W6 G blkdiag(R^T, ..., R^T): A^T A = Rb (G^T W6^2 G) Rb^T, 3 x 3 blocks R K_ab R^T
-            R = state.data.oMf[c.frame_id].rotation
-            k = c.n_points
-            H[sl, sl] += (R @ GWG @ R.T).transpose(0, 2, 1, 3).reshape(3 * k, 3 * k)
-            g[sl] -= ((c.n_points * share) * Gb @ R.T).ravel()
+            kernels.sole_wrench(H, g, start, state.data.oMf[c.frame_id].rotation, GWG, Gb,
+                                c.n_points * share)
 
     def _surface_terms(self, layout):
         """Per layout: the diagonal and the point weights with every sole's entries left to the
@@ -111,7 +110,7 @@ class ForceRegularizationTask(Task):
             k = c.n_points
             GWG = (w * WG.T @ WG).reshape(k, 3, k, 3).transpose(0, 2, 1, 3)
             Gb = (w * self.wrench_weights[2] * WG[2]).reshape(k, 3)
-            soles.append((layout.force_slice(i), c, np.ascontiguousarray(GWG), Gb))
+            soles.append((layout.force_slice(i).start, c, np.ascontiguousarray(GWG), Gb))
         terms = self._surface[id(layout)] = (diag, wW, soles)
         return terms
 

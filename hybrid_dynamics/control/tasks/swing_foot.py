@@ -5,38 +5,46 @@ Classical acceleration of the frame origin (world): ``p̈ = J6[:3] dv + drift[:3
 angular velocity damped, ``ẇ_des = -kd w``, so that it lands flat. The Hessian ``w J^T J``
 changes with the configuration, so this task adds both terms every cycle.
 
-Every swing foot's rows go into one stacked Jacobian ``J`` (3 rows per point foot, 6 per
-sole) and one stacked target, so that the task costs one gather and two products whatever
-the number of feet in the air: ``H += w J^T J``, ``g -= w J^T (a_des - drift)``.
+Every swing foot's rows are stacked into one ``J`` (3 rows per point foot, 6 per sole) and one
+target, ``H += w J^T J``, ``g -= w J^T (a_des - drift)``, in one compiled call
+(:func:`~hybrid_dynamics.control.kernels.swing_feet`); here only the feet's positions and
+targets are gathered.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from .. import kernels
 from .base import Task
 
 
 class SwingFootTask(Task):
     name = "swing_foot"
 
+    def __init__(self, config: dict):
+        super().__init__(config)
+        self._buffers = {}
+
     def active(self, refs) -> bool:
         return self.weight > 0.0 and bool(refs.swing_feet)
 
     def add(self, H, g, state, layout, refs) -> None:
-        feet = [(i, t) for i, t in ((i, refs.swing_feet.get(layout.contacts[i].frame))
-                                    for i in layout.swing_contacts) if t is not None]
+        contacts = layout.contacts
+        feet = [i for i in layout.swing_contacts if contacts[i].frame in refs.swing_feet]
         if not feet:
             return
-        k = [layout.contacts[i].n_rows for i, _ in feet]
-        J = np.concatenate([state.J6[i][:r] for (i, _), r in zip(feet, k)])
-        vel = J @ state.v_m                     # the feet's velocities (linear, angular)
-        b = -self.kd * vel                      # -kd w on the angular rows of a sole
-        b -= np.concatenate([state.drift[i][:r] for (i, _), r in zip(feet, k)])
-        o = 0
-        for (i, t), r in zip(feet, k):
-            b[o:o + 3] += t.acceleration + self.kp * (t.position - state.frame_position(i)) + self.kd * t.velocity
-            o += r
-        wJt = self.weight * J.T
-        n = layout.n
-        H[:n, :n] += wJt @ J
-        g[:n] -= wJt @ b
+        key = (id(layout), tuple(feet))
+        buf = self._buffers.get(key)
+        if buf is None:
+            buf = self._buffers[key] = (np.array(feet, np.intp),
+                                        np.array([contacts[i].n_rows for i in feet], np.intp),
+                                        np.zeros((len(feet), 3)), np.zeros((len(feet), 3, 3)))
+        index, nrows, position, reference = buf
+        for j, i in enumerate(feet):
+            t = refs.swing_feet[contacts[i].frame]
+            position[j] = state.frame_position(i)
+            reference[j, 0] = t.position
+            reference[j, 1] = t.velocity
+            reference[j, 2] = t.acceleration
+        kernels.swing_feet(H, g, state.J6_stack, state.drift_stack, index, nrows, state.v_m,
+                           position, reference, self.weight, self.kp, self.kd)

@@ -1,0 +1,202 @@
+"""Compiled kernels of the QP assembly (numba, compiled on first use and cached on disk).
+
+At the whole-body QP's sizes (20-70 variables) a numpy call costs more in dispatch (about a
+microsecond on the development machine) than in arithmetic, and a task written in numpy makes
+ten to thirty of them per cycle. Each kernel here does one task's or one constraint's whole
+per-cycle work in one call, with the same arithmetic as the numpy it replaces
+(test/control/test_kernels.py: the same matrices to 1e-12); the formulas and their sources
+stay in the task and constraint modules that call them.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import boolean, float64, intp, njit, void
+
+# one signature per kernel, any memory layout ('A'): compiled when this module is imported
+# (cached on disk), never in a control cycle, whatever layouts Pinocchio hands over
+F1, F2, F3, F4 = float64[:], float64[:, :], float64[:, :, :], float64[:, :, :, :]
+I1, B1 = intp[:], boolean[:]
+f8, i8 = float64, intp
+
+
+@njit(cache=True)
+def _stack_rows(out, vel, J6, contacts, nrows, v):
+    """The first ``nrows[j]`` rows of ``J6[contacts[j]]`` stacked into the leading columns of
+    ``out``, and their products with ``v`` into ``vel``."""
+    r = 0
+    for j in range(len(contacts)):
+        i = contacts[j]
+        for a in range(nrows[j]):
+            s = 0.0
+            for c in range(J6.shape[2]):
+                out[r, c] = J6[i, a, c]
+                s += J6[i, a, c] * v[c]
+            vel[r] = s
+            r += 1
+
+
+@njit(void(F2, F1, F3, F2, I1, I1, F1, F2, F3, f8, f8, f8), cache=True)
+def swing_feet(H, g, J6, drift, feet, nrows, v, position, reference, weight, kp, kd):
+    """Swing-foot task (tasks/swing_foot.py): ``H[:n, :n] += w J^T J``, ``g[:n] -= w J^T b``
+    over the stacked rows of the feet ``feet`` (``nrows`` 3 for a point, 6 for a sole) with
+    ``b = p̈_ref + kp (p_ref - p) + kd (ṗ_ref - ṗ) - drift`` on the linear rows and
+    ``-kd w - drift`` on the angular ones. ``J6`` (contacts, 6, n) and ``drift`` (contacts, 6)
+    of every contact; ``position`` (feet, 3) the feet's positions; ``reference`` (feet, 3, 3)
+    their target position, velocity and acceleration."""
+    m = 0
+    for j in range(len(feet)):
+        m += nrows[j]
+    n = J6.shape[2]
+    J = np.empty((m, n))
+    vel = np.empty(m)
+    _stack_rows(J, vel, J6, feet, nrows, v)
+    b = np.empty(m)
+    o = 0
+    for j in range(len(feet)):
+        i = feet[j]
+        for a in range(nrows[j]):
+            if a < 3:
+                b[o + a] = (reference[j, 2, a] + kp * (reference[j, 0, a] - position[j, a])
+                            + kd * (reference[j, 1, a] - vel[o + a])) - drift[i, a]
+            else:
+                b[o + a] = -kd * vel[o + a] - drift[i, a]
+        o += nrows[j]
+    JtJ = J.T @ J
+    Jtb = J.T @ b
+    for r in range(n):
+        g[r] -= weight * Jtb[r]
+        for c in range(n):
+            H[r, c] += weight * JtJ[r, c]
+
+
+@njit(void(F1, F1, F1, F1, F1, F1, F1, f8, f8, f8), cache=True)
+def joint_acceleration_bounds(lo, hi, q, v, q_min, q_max, v_max, T, dt, a_max):
+    """Joint limits as acceleration bounds (constraints/joint_limits.py): the intersection of
+    the velocity, position and acceleration bounds; an empty one swapped (least violation)."""
+    c = 2.0 / (T * T)
+    for k in range(len(q)):
+        low = max((-v_max[k] - v[k]) / dt, c * (q_min[k] - q[k] - v[k] * T))
+        high = min((v_max[k] - v[k]) / dt, c * (q_max[k] - q[k] - v[k] * T))
+        low = min(max(low, -a_max), a_max)
+        high = min(max(high, -a_max), a_max)
+        if low > high:
+            low, high = high, low
+        lo[k] = low
+        hi[k] = high
+
+
+@njit(void(F2, F1, F1, F2, F1, F2, I1, i8, f8, f8, F1), cache=True)
+def dynamics_rows(C, lo, hi, M, h, Jf, rows, n, sign_lo, sign_hi, bound):
+    """Rows ``rows`` of the dynamics over ``x = (dv, f)``: ``C = [M[rows], -Jf[:, rows]^T]``
+    and ``lo = sign_lo * bound - h[rows]``, ``hi = sign_hi * bound - h[rows]``
+    (floating-base rows: ``bound`` 0; torque limits: ``bound`` = tau_max, signs -1, +1)."""
+    nf = Jf.shape[0]
+    for a in range(len(rows)):
+        r = rows[a]
+        for c in range(n):
+            C[a, c] = M[r, c]
+        for c in range(nf):
+            C[a, n + c] = -Jf[c, r]
+        lo[a] = sign_lo * bound[a] - h[r]
+        hi[a] = sign_hi * bound[a] - h[r]
+
+
+@njit(void(F2, F1, i8, F2, F4, F2, f8), cache=True)
+def sole_wrench(H, g, start, R, K, G, scale):
+    """Sole wrench regularisation of one sole (tasks/force_regularization.py) whose k corner
+    forces start at column ``start``: 3 x 3 blocks ``H[a, b] += R K_ab R^T`` and
+    ``g[a] -= scale R G_a`` (``K``: (k, k, 3, 3), ``G``: (k, 3))."""
+    k = K.shape[0]
+    for a in range(k):
+        ra = start + 3 * a
+        for i in range(3):
+            s = 0.0
+            for j in range(3):
+                s += R[i, j] * G[a, j]
+            g[ra + i] -= scale * s
+        for b in range(k):
+            rb = start + 3 * b
+            for i in range(3):
+                for j in range(3):
+                    s = 0.0
+                    for p in range(3):
+                        t = 0.0
+                        for q in range(3):
+                            t += K[a, b, p, q] * R[j, q]
+                        s += R[i, p] * t
+                    H[ra + i, rb + j] += s
+
+
+@njit(void(F1, I1, F1, F1, F1, F1, F1, F1, f8, f8, f8), cache=True)
+def com_gradient(g, cols, acceleration, position, velocity, com, com_velocity, gravity, kp, kd, scale):
+    """CoM task's gradient (tasks/com.py): ``g[cols] -= scale (c̈_des - g0)`` on every stance
+    point's three force columns, ``c̈_des = c̈_ref + kp (c_ref - c) + kd (ċ_ref - ċ)``."""
+    b = np.empty(3)
+    for a in range(3):
+        b[a] = scale * (acceleration[a] + kp * (position[a] - com[a]) + kd * (velocity[a] - com_velocity[a])
+                        - gravity[a])
+    for p in range(len(cols) // 3):
+        for a in range(3):
+            g[cols[3 * p + a]] -= b[a]
+
+
+@njit(void(F2, F1, F1, F3, F2, I1, I1, B1, F1, f8, f8), cache=True)
+def contact_rows(C, lo, hi, J6, drift, included, nrows, stance, v, kd, inf):
+    """Contact accelerations (constraints/contact.py): per included contact its first
+    ``nrows`` rows ``J6 dv = -(drift + kd J6 v)``; a swing contact's rows free (``-inf..inf``)."""
+    vel = np.empty(len(lo))
+    _stack_rows(C, vel, J6, included, nrows, v)
+    r = 0
+    for j in range(len(included)):
+        i = included[j]
+        for a in range(nrows[j]):
+            if stance[j]:
+                lo[r] = -(drift[i, a] + kd * vel[r])
+                hi[r] = lo[r]
+            else:
+                lo[r] = -inf
+                hi[r] = inf
+            r += 1
+
+
+@njit(F1(F2, F1, F2, I1, F1, F1), cache=True)
+def actuated_torques(M, h, Jf, act, dv, f):
+    """``tau = M[act] dv + h[act] - Jf[:, act]^T f``: the actuated rows of the dynamics."""
+    n = len(dv)
+    tau = np.empty(len(act))
+    for a in range(len(act)):
+        r = act[a]
+        s = h[r]
+        for c in range(n):
+            s += M[r, c] * dv[c]
+        for c in range(len(f)):
+            s -= Jf[c, r] * f[c]
+        tau[a] = s
+    return tau
+
+
+@njit(void(F1, F1, F2, F1, F1, F1, f8, f8, f8), cache=True)
+def orientation_gradient(g, e, R, v, angular_velocity, angular_acceleration, weight, kp, kd):
+    """Base orientation task's gradient (tasks/base_pose.py): ``g[3:6] -= w R^T ẇ_des`` with
+    ``ẇ_des = ẇ_ref + kp e + kd (w_ref - R v[3:6])`` (``e = log(R_ref R^T)``, world)."""
+    a = np.empty(3)
+    for i in range(3):
+        Rw = R[i, 0] * v[3] + R[i, 1] * v[4] + R[i, 2] * v[5]
+        a[i] = angular_acceleration[i] + kp * e[i] + kd * (angular_velocity[i] - Rw)
+    for j in range(3):
+        g[3 + j] -= weight * (R[0, j] * a[0] + R[1, j] * a[1] + R[2, j] * a[2])
+
+
+@njit(void(F2, F2, F2, F2), cache=True)
+def point_jacobians(Jp, J, R, points):
+    """World Jacobians of points ``p_i`` of a frame (model_update.py): rows ``3i..3i+3`` of
+    ``Jp`` are ``J[:3] - [R p_i]x J[3:]`` (``J`` the frame's 6 x n LOCAL_WORLD_ALIGNED one)."""
+    n = J.shape[1]
+    for p in range(points.shape[0]):
+        r0 = R[0, 0] * points[p, 0] + R[0, 1] * points[p, 1] + R[0, 2] * points[p, 2]
+        r1 = R[1, 0] * points[p, 0] + R[1, 1] * points[p, 1] + R[1, 2] * points[p, 2]
+        r2 = R[2, 0] * points[p, 0] + R[2, 1] * points[p, 1] + R[2, 2] * points[p, 2]
+        for c in range(n):
+            Jp[3 * p, c] = J[0, c] - (r1 * J[5, c] - r2 * J[4, c])
+            Jp[3 * p + 1, c] = J[1, c] - (r2 * J[3, c] - r0 * J[5, c])
+            Jp[3 * p + 2, c] = J[2, c] - (r0 * J[4, c] - r1 * J[3, c])

@@ -1,0 +1,163 @@
+"""The compiled kernels of the QP assembly (control/kernels.py) against the numpy assembly
+they replaced, written out here as it was: the same matrices and vectors to 1e-12 on random
+inputs (random sizes, contacts, stance patterns, points and rotations), including the cases
+a branch of the numpy code handled (a sole's angular rows, a swing contact's free rows, a
+joint whose bounds cross)."""
+import numpy as np
+import pinocchio as pin
+import pytest
+
+from hybrid_dynamics.control import kernels
+from hybrid_dynamics.control.constraints import INF
+from hybrid_dynamics.dynamics.lie import skew, skew_b
+
+TOL = 1e-12
+
+
+def close(a, b):
+    a, b = np.asarray(a), np.asarray(b)
+    assert a.shape == b.shape
+    assert np.abs(b).max() > 0.1          # something was compared
+    assert np.abs(a - b).max() <= TOL * max(1.0, np.abs(b).max())
+
+
+@pytest.fixture(params=range(5))
+def rng(request):
+    return np.random.default_rng(100 + request.param)
+
+
+def rotation(rng):
+    return pin.exp3(rng.standard_normal(3))
+
+
+def test_swing_feet(rng):
+    nc, n = 6, int(rng.integers(12, 40))
+    J6, drift, v = rng.standard_normal((nc, 6, n)), rng.standard_normal((nc, 6)), rng.standard_normal(n)
+    feet = np.sort(rng.choice(nc, 3, replace=False))
+    nrows = rng.choice([3, 6], 3)
+    pos, ref = rng.standard_normal((3, 3)), rng.standard_normal((3, 3, 3))
+    w, kp, kd = 100.0, 400.0, 40.0
+    H0, g0 = rng.standard_normal((n + 5, n + 5)), rng.standard_normal(n + 5)
+    H, g = H0.copy(), g0.copy()
+    kernels.swing_feet(H, g, J6, drift, feet.astype(np.intp), nrows.astype(np.intp), v, pos, ref, w, kp, kd)
+    Hr, gr = H0.copy(), g0.copy()
+    for j, i in enumerate(feet):           # the numpy task, foot by foot
+        vel = J6[i] @ v
+        a_des = ref[j, 2] + kp * (ref[j, 0] - pos[j]) + kd * (ref[j, 1] - vel[:3])
+        if nrows[j] == 6:
+            J, b = J6[i], np.concatenate([a_des, -kd * vel[3:]]) - drift[i]
+        else:
+            J, b = J6[i][:3], a_des - drift[i][:3]
+        Hr[:n, :n] += w * J.T @ J
+        gr[:n] -= w * J.T @ b
+    close(H, Hr)
+    close(g, gr)
+
+
+def test_joint_acceleration_bounds(rng):
+    k = 18
+    q, v = rng.uniform(-2, 2, k), rng.uniform(-8, 8, k)
+    q_min, q_max = -np.abs(rng.uniform(0.5, 2, k)), np.abs(rng.uniform(0.5, 2, k))
+    q[0], v[0] = q_max[0] + 0.1, 5.0         # past its stop and moving away: bounds cross
+    v_max, T, dt, a_max = rng.uniform(3, 10, k), 0.05, 0.02, 500.0
+    lo, hi = np.zeros(k), np.zeros(k)
+    kernels.joint_acceleration_bounds(lo, hi, q, v, q_min, q_max, v_max, T, dt, a_max)
+    c = 2.0 / (T * T)
+    lr = np.maximum((-v_max - v) / dt, c * (q_min - q - v * T))
+    hr = np.minimum((v_max - v) / dt, c * (q_max - q - v * T))
+    lr, hr = np.clip(lr, -a_max, a_max), np.clip(hr, -a_max, a_max)
+    bad = lr > hr
+    assert bad.any()
+    lr[bad], hr[bad] = hr[bad].copy(), lr[bad].copy()
+    close(lo, lr)
+    close(hi, hr)
+
+
+def test_dynamics_rows(rng):
+    n, nf = 30, 12
+    M, h, Jf = rng.standard_normal((n, n)), rng.standard_normal(n), rng.standard_normal((nf, n))
+    rows = np.sort(rng.choice(n, 8, replace=False)).astype(np.intp)
+    bound = rng.uniform(1, 5, 8)
+    C, lo, hi = np.zeros((8, n + nf)), np.zeros(8), np.zeros(8)
+    kernels.dynamics_rows(C, lo, hi, M, h, Jf, rows, n, -1.0, 1.0, bound)
+    close(C, np.hstack([M[rows], -Jf[:, rows].T]))
+    close(lo, -bound - h[rows])
+    close(hi, bound - h[rows])
+
+
+def test_sole_wrench(rng):
+    k, w, W6 = 4, 1e-4 * rng.uniform(1, 3), rng.uniform(0.5, 2, 6)
+    points = rng.standard_normal((k, 3)) * 0.1
+    WG = W6[:, None] * np.vstack([np.hstack([np.eye(3)] * k), np.hstack([skew(p) for p in points])])
+    K = np.ascontiguousarray((w * WG.T @ WG).reshape(k, 3, k, 3).transpose(0, 2, 1, 3))
+    G = (w * W6[2] * WG[2]).reshape(k, 3)
+    R, share, start, nx = rotation(rng), rng.uniform(10, 100), 5, 30
+    H0, g0 = rng.standard_normal((nx, nx)), rng.standard_normal(nx)
+    H, g = H0.copy(), g0.copy()
+    kernels.sole_wrench(H, g, start, R, K, G, k * share)
+    A = (WG.reshape(6, k, 3) @ R.T).reshape(6, 3 * k)      # the numpy task: W6 G blkdiag(R^T)
+    b = W6 * np.array([0, 0, k * share, 0, 0, 0])
+    sl = slice(start, start + 3 * k)
+    H0[sl, sl] += w * A.T @ A
+    g0[sl] -= w * A.T @ b
+    close(H, H0)
+    close(g, g0)
+
+
+def test_com_gradient(rng):
+    nx, cols = 40, np.arange(22, 40).astype(np.intp)
+    acc, pos, vel, com, vcom = rng.standard_normal((5, 3))
+    gravity, kp, kd, scale = np.array([0, 0, -9.81]), 100.0, 20.0, 100.0 / 2.5
+    g0 = rng.standard_normal(nx)
+    g = g0.copy()
+    kernels.com_gradient(g, cols, acc, pos, vel, com, vcom, gravity, kp, kd, scale)
+    a_des = acc + kp * (pos - com) + kd * (vel - vcom)
+    g0[cols] -= np.tile(scale * (a_des - gravity), len(cols) // 3)
+    close(g, g0)
+
+
+def test_contact_rows(rng):
+    nc, n, kd = 4, 25, 3.0
+    J6, drift, v = rng.standard_normal((nc, 6, n)), rng.standard_normal((nc, 6)), rng.standard_normal(n)
+    included, nrows = np.array([0, 2, 3], np.intp), np.array([3, 6, 3], np.intp)
+    stance = np.array([True, True, False])
+    m = int(nrows.sum())
+    C, lo, hi = np.zeros((m, n + 9)), np.zeros(m), np.zeros(m)
+    kernels.contact_rows(C, lo, hi, J6, drift, included, nrows, stance, v, kd, INF)
+    rows = np.concatenate([J6[i][:r] for i, r in zip(included, nrows)])
+    lr = -(np.concatenate([drift[i][:r] for i, r in zip(included, nrows)]) + kd * rows @ v)
+    hr = lr.copy()
+    lr[-3:], hr[-3:] = -INF, INF                   # the swing contact's rows are free
+    close(C[:, :n], rows)
+    close(lo[:-3], lr[:-3])
+    close(hi[:-3], hr[:-3])
+    assert (lo[-3:] == -INF).all() and (hi[-3:] == INF).all()
+
+
+def test_actuated_torques(rng):
+    n, nf = 24, 9
+    M, h, Jf = rng.standard_normal((n, n)), rng.standard_normal(n), rng.standard_normal((nf, n))
+    act, dv, f = np.arange(6, n).astype(np.intp), rng.standard_normal(n), rng.standard_normal(nf)
+    close(kernels.actuated_torques(M, h, Jf, act, dv, f), M[act] @ dv + h[act] - Jf[:, act].T @ f)
+
+
+def test_orientation_gradient(rng):
+    R, R_ref = rotation(rng), rotation(rng)
+    v, w_ref, a_ref = rng.standard_normal(12), rng.standard_normal(3), rng.standard_normal(3)
+    weight, kp, kd = 100.0, 100.0, 20.0
+    g0 = rng.standard_normal(12)
+    g = g0.copy()
+    e = pin.log3(R_ref @ R.T)
+    kernels.orientation_gradient(g, e, R, v, w_ref, a_ref, weight, kp, kd)
+    a_des = a_ref + kp * e + kd * (w_ref - R @ v[3:6])
+    g0[3:6] -= weight * (R.T @ a_des)
+    close(g, g0)
+
+
+def test_point_jacobians(rng):
+    n, points, R = 38, rng.standard_normal((4, 3)) * 0.1, rotation(rng)
+    J = rng.standard_normal((6, n))
+    Jp = np.zeros((12, n))
+    kernels.point_jacobians(Jp, J, R, points)
+    r = points @ R.T
+    close(Jp, (J[:3] - skew_b(r) @ J[3:]).reshape(-1, n))
