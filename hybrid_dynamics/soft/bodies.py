@@ -16,6 +16,7 @@ from typing import Callable, List, Optional, Sequence, Tuple
 import casadi as ca
 import numpy as np
 
+from hybrid_dynamics.errors import InputError
 from hybrid_dynamics.soft import quadrature
 from hybrid_dynamics.soft.symbolic import se3_exp
 
@@ -112,11 +113,21 @@ class StrainRod(Body):
         s, ws = quadrature.gauss_legendre(max(4, n_axial), 0.0, length)
         cuts = np.unique(np.concatenate([[0.0, length], np.asarray(breakpoints, float)]))
         K = np.zeros((nq, nq))
+        gram = np.zeros((nq, nq))           # int Phi^T Phi ds on the same quadrature
         for a, b in zip(cuts[:-1], cuts[1:]):
             s, ws = quadrature.gauss_legendre(max(4, n_axial), a, b)
             for sk, wk in zip(s, ws):
                 Phi = np.asarray(basis(sk), float).reshape(6, nq)
                 K += wk * Phi.T @ Kxi @ Phi
+                gram += wk * Phi.T @ Phi
+        # a basis the quadrature cannot see (e.g. a Legendre degree n vanishes at all n Gauss
+        # points) leaves a coordinate with no stiffness and no mass: Newton "converges" with it
+        # anywhere
+        rank = np.linalg.matrix_rank(gram, tol=1e-10 * max(np.abs(gram).max(), 1e-300))
+        if rank < nq:
+            raise InputError(f"the strain basis has {nq} functions but only {rank} are independent on "
+                             f"{max(4, n_axial)} axial quadrature points: raise n_axial above the basis "
+                             f"degree, or remove dependent functions", field="n_axial")
         face = (np.array([0, 0, length]), np.array([radius, 0, length]), np.array([0, radius, length]))
         super().__init__(pts, w, face, K, damping_time * K, relax_face)
 

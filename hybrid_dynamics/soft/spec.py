@@ -84,8 +84,10 @@ def build_module(doc: YamlDocument, where: Tuple, spec: Dict[str, Any], parent: 
     joint = joint_fields(doc, where + ("joint",), name, spec.get("joint")) if joint is None else joint
     try:
         body = _build_body(kind, params)
-    except ValueError as exc:
-        raise doc.error(f"module '{name}': {exc}", *where, "body") from None
+    except ValueError as exc:       # a field the body names (InputError.field), or the body
+        field = getattr(exc, "field", None)
+        raise doc.error(f"module '{name}': {getattr(exc, 'detail', exc)}", *where, "body",
+                        *((field,) if field else ())) from None
     if "face" in spec["body"]:
         body.face = tuple(np.asarray(p, float) for p in spec["body"]["face"])
     module = Module(name, build_joint(joint), body, parent)

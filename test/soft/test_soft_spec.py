@@ -74,3 +74,21 @@ def test_deforming_face_on_an_inner_body_is_rejected(tmp_path):
                                            "primitives": ["stretch", "bend_x"], "n_axial": 2})
     with pytest.raises(InputError, match="Assumption 2"):
         load_soft_tree(write(tmp_path, doc))
+
+
+def test_strain_basis_the_quadrature_cannot_see_is_rejected(tmp_path):
+    """A GVS rod of order 7 (Legendre degree 6) on 6 axial Gauss points: degree 6 vanishes at
+    all six, so one coordinate would have no stiffness and no mass (a Newton statics then
+    "converges" with it at 1e18). One more point resolves it."""
+    body = {"type": "gvs", "length": 0.1, "radius": 0.005, "density": 1000, "order": 7, "strains": [1],
+            "steps": 8, "youngs_modulus": 6e5, "n_axial": 6}
+    doc = mutate(("modules", 1, "body"), body)
+    path = write(tmp_path, doc)
+    with pytest.raises(InputError) as err:
+        load_soft_tree(path)
+    assert str(path) in str(err.value) and "'pad'" in str(err.value)
+    assert err.value.field == "modules.body.n_axial" and err.value.line is not None
+    body["n_axial"] = 7
+    tree = load_soft_tree(write(tmp_path, mutate(("modules", 1, "body"), body)))
+    M, _ = tree.mid(np.zeros(tree.nq), np.zeros(tree.nv))
+    assert np.linalg.eigvalsh(M).min() > 0
