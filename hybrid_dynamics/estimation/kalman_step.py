@@ -75,11 +75,11 @@ def _cholesky_in_place(S):
 
 @njit(cache=True)
 def _cholesky_solve(L, B):
-    """B <- S^-1 B with S = L L^T (L in the lower triangle); row updates, so that the
-    innermost loop runs along B's contiguous rows (it vectorises; a dot product per entry
-    would wait on its own sum)."""
+    """B <- S^-1 B with S = L L^T (L in the lower triangle). Both sweeps update whole rows of
+    B, so that the innermost loop runs along B's contiguous rows (it vectorises; a dot
+    product per entry would wait on its own sum)."""
     n, m = B.shape
-    for i in range(n):
+    for i in range(n):                            # L y = B: row i takes the rows above
         for k in range(i):
             f = L[i, k]
             for c in range(m):
@@ -87,14 +87,14 @@ def _cholesky_solve(L, B):
         d = 1.0 / L[i, i]
         for c in range(m):
             B[i, c] *= d
-    for i in range(n - 1, -1, -1):
-        for k in range(i + 1, n):
-            f = L[k, i]
-            for c in range(m):
-                B[i, c] -= f * B[k, c]
+    for i in range(n - 1, -1, -1):                # L^T x = y: row i, once solved, leaves the rows above
         d = 1.0 / L[i, i]
         for c in range(m):
             B[i, c] *= d
+        for r in range(i):
+            f = L[i, r]
+            for c in range(m):
+                B[r, c] -= f * B[i, c]
 
 
 @njit(cache=True)
