@@ -27,6 +27,7 @@ import time
 import numpy as np
 from sensor_msgs.msg import Imu, JointState
 
+from ..errors import InputError
 from ..model.robot import load_robot
 from ..ros.graph import Graph
 from ..ros.whole_body_controller import TRIGGERS
@@ -48,6 +49,8 @@ def add_arguments(parser) -> None:
                         help="measure for this long per mode instead of --cycles joint states (misses over the "
                              "whole window; latency percentiles over its last 20 000 cycles)")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--table", metavar="JSON", default=None,
+                        help="print the README's pipeline table (Markdown) from a saved --json output and exit")
 
 
 def _percentiles(x_s):
@@ -148,7 +151,31 @@ def measure(robot_name, trigger, cycles, rate, seconds=None):
     }, params
 
 
+def table(out) -> str:
+    """The README's pipeline table from ``--json`` output: one row per trigger mode, and the
+    library cycle (the same estimate + QP without ROS) as the reference row."""
+    ref = out["library_cycle_ms"]
+    lines = [f"| {out['robot']}, trigger | rate (Hz) | cycles/s held | deadlines missed | latency p50 / p99 / max (ms) "
+             "| cycle compute p50 / p99 (ms) |",
+             "|---|---|---|---|---|---|"]
+    for m in out["modes"]:
+        lat, comp = m["latency_ms"], m["cycle_compute_ms"]
+        missed = "- (one cycle per joint state)" if m["deadline_misses"] is None else \
+            f"{m['deadline_misses']} of {m['cycles']} ({100 * m['deadline_miss_ratio']:.2f} %)"
+        lines.append(f"| `{m['trigger']}` | {m['update_rate_hz']:g} | {m['cycles_per_s']} | {missed} "
+                     f"| {lat['p50']:.3f} / {lat['p99']:.3f} / {lat['max']:.2f} | {comp['p50']:.3f} / {comp['p99']:.3f} |")
+    lines.append(f"| library cycle, no ROS ({ref['python_calls_per_cycle']:g} Python calls) | - | - | - "
+                 f"| - | {ref['p50']:.3f} / {ref['p99']:.3f} |")
+    return "\n".join(lines)
+
+
 def run(args) -> int:
+    if args.table:
+        try:
+            print(table(json.loads(open(args.table).read())))
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise InputError(f"{args.table}: not a saved `bench pipeline --json` output ({exc})") from None
+        return 0
     modes = TRIGGERS if args.trigger == "all" else (args.trigger,)
     results = []
     params = None
