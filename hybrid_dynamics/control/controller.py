@@ -97,6 +97,12 @@ class WholeBodyController:
         return self.formulation.joints.names
 
     @property
+    def active_leaves(self) -> Optional[SoftLeaves]:
+        """The soft leaves of the current morphology (those of lost links dropped; ``kept``:
+        their coordinates' positions in the healthy robot's), or None without soft modules."""
+        return self.formulation.state.leaves
+
+    @property
     def contact_frames(self):
         return [c.frame for c in self.formulation.contacts]
 
@@ -134,9 +140,9 @@ class WholeBodyController:
             if self.projection is not None:      # loops must stay closed: the standing pose
                 qf = self.robot.q_stand.copy()
             q = qf if f.mmap is None else f.mmap.reduce_q(qf)
-            if self.leaves is not None:
-                q = self.leaves.neutral(q)
-            v = rng.standard_normal(f.state.nv + (self.leaves.ns if self.leaves is not None else 0))
+            ns = self.active_leaves.ns if self.leaves is not None else 0
+            q = np.concatenate([q, np.zeros(ns)])
+            v = rng.standard_normal(f.state.nv + ns)
             refs = References(com=Target(rng.standard_normal(3)), base_position=Target(rng.standard_normal(3)),
                               swing_feet={c.frame: Target(rng.standard_normal(3)) for c in f.contacts},
                               momentum=rng.standard_normal(6))

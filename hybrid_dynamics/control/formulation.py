@@ -261,10 +261,9 @@ class Formulation:
         """Pinocchio's model update, or the soft-leaves one (``leaves``: soft.leaves.SoftLeaves)."""
         if leaves is None:
             return ModelUpdate(robot, self.contacts, mmap, projection)
-        if mmap is not None and not mmap.morphology.is_healthy():
-            raise InputError("a damaged morphology of a robot with soft modules is not supported",
-                             field="soft_modules")
-        return SoftModelUpdate(robot, self.contacts, leaves, config["soft"]["condensation"])
+        if mmap is not None and mmap.morphology.is_healthy():
+            mmap = None
+        return SoftModelUpdate(robot, self.contacts, leaves, config["soft"]["condensation"], mmap)
 
     @staticmethod
     def _contacts(robot, config, mmap) -> List[ContactModel]:
@@ -384,8 +383,8 @@ class Formulation:
         st = self.state
         js = self.joints
         try:
-            if st.mmap is not None and st.sliced:
-                qf, vf = st.mmap.expand_q(q), st.mmap.expand_v(v)
+            if st.mmap is not None and st.sliced:       # (soft coordinates, if any, follow)
+                qf, vf = st.mmap.expand_q(q[:st.mmap.nq]), st.mmap.expand_v(v[:st.mmap.nv])
             else:                                  # soft coordinates (if any) follow the rigid ones
                 qf, vf = np.asarray(q, float)[:st.model.nq], np.asarray(v, float)[:st.model.nv]
             if st.projection is not None:

@@ -16,6 +16,13 @@ rigid rows of the module docstring of soft/leaves.py) and a contact force passed
 in static equilibrium to its frame as the same force at the deformed contact point
 (``J_c,r^T f``). Dynamic keeps every coupling and costs the larger QP; quasi-static is right
 when the pads' modes are much faster than the control bandwidth.
+
+A damaged morphology (``morphology_map``): the modules hung from removed links leave with them
+(:meth:`SoftLeaves.for_morphology`), the leaves are evaluated in the healthy-size rigid
+coordinates (``expand_q``/``expand_v``, removed bodies without inertia) and the rows and columns
+of the lost and locked joints are sliced out, as the rigid model update does ([Farghdani 2025],
+Algorithm 1). ``q = (q_r, q_s)`` then holds the morphology's rigid coordinates and the surviving
+modules' ones (``leaves.kept``: their positions among the healthy robot's).
 """
 from __future__ import annotations
 
@@ -35,17 +42,22 @@ class SoftModelUpdate(ModelUpdate):
     """:class:`ModelUpdate` with soft leaves; ``q = (q_r, q_s)``, ``v = (v_r, v_s)`` in, and
     the controller's coordinates ``v`` (dynamic) or ``v_r`` (quasi-static)."""
 
-    def __init__(self, robot, contacts: List[ContactModel], leaves: SoftLeaves, condensation: str):
+    def __init__(self, robot, contacts: List[ContactModel], leaves: SoftLeaves, condensation: str,
+                 morphology_map=None):
         if condensation not in CONDENSATIONS:
             raise InputError(f"soft.condensation '{condensation}' is not dynamic or quasi_static",
                              field="soft.condensation")
-        super().__init__(robot, contacts)
+        super().__init__(robot, contacts, morphology_map)
+        if morphology_map is not None:
+            leaves = leaves.for_morphology(morphology_map)
         self.leaves = leaves
         self.model, self.data = leaves.model, leaves.data
         self.dynamic = condensation == "dynamic"
-        r = leaves.nv_r
-        self.n = leaves.nv if self.dynamic else r
-        self.v_index = np.arange(r)
+        r = len(self.v_index)
+        self.n = r + leaves.ns if self.dynamic else r
+        # the healthy-size (rigid, soft) columns the controller keeps: its rigid ones, then the
+        # surviving modules' (all of them, whatever the condensation: the contact Jacobians' columns)
+        self.columns = np.concatenate([self.v_index, leaves.nv_r + np.arange(leaves.ns)]).astype(int)
         self.mass = self.mass + leaves.mass
         self.unactuated = np.concatenate([np.arange(self.nb), np.arange(r, self.n)]).astype(int)
         root = {frame: k for k, frame in enumerate(leaves.contact_roots)}
@@ -60,16 +72,25 @@ class SoftModelUpdate(ModelUpdate):
     def update(self, q: np.ndarray, v: np.ndarray) -> None:
         leaves, model, data, n = self.leaves, self.model, self.data, self.n
         self.q, self.v = q, v
-        M, h = leaves.mass_and_nle(q, v)
+        r = len(self.v_index)
+        if self.sliced:                    # the healthy-size rigid coordinates, then the modules'
+            nq = self.mmap.nq
+            q_leaves = np.concatenate([self.mmap.expand_q(q[:nq]), q[nq:]])
+            v_leaves = np.concatenate([self.mmap.expand_v(v[:r]), v[r:]])
+        else:
+            q_leaves, v_leaves = q, v
+        M, h = leaves.mass_and_nle(q_leaves, v_leaves)
+        P, Jc, bc = leaves.contact_points(q_leaves, v_leaves, updated=True)
+        if self.sliced:
+            cols = self.columns
+            M, h, Jc = M[np.ix_(cols, cols)], h[cols], Jc[:, cols]
         self.M, self.h = (M, h) if self.dynamic else (M[:n, :n], h[:n])
         self.v_m = v[:n]
-        P, Jc, bc = leaves.contact_points(q, v, updated=True)
         self.points = P
-        r = leaves.nv_r
         for i, fid in enumerate(self._ids):
             J6, drift, k = self.J6[i], self.drift[i], self._soft[i]
             J = pin.getFrameJacobian(model, data, fid, LWA)
-            J6[:, :r] = J
+            J6[:, :r] = J[:, self.v_index] if self.sliced else J
             drift[:] = pin.getFrameClassicalAcceleration(model, data, fid, LWA).vector
             if k is not None:                      # the contact material point of a soft module
                 J6[:3] = Jc[3 * k:3 * k + 3, :n]

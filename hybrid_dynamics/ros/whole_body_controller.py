@@ -319,8 +319,9 @@ class WholeBodyControllerNode(BaseNode):
             msg.header.stamp = self.get_clock().now().to_msg()
             msg.position, msg.velocity = est.q_soft.tolist(), est.v_soft.tolist()
             self.deformation_pub.publish(msg)
-            if self.marker_pub.get_subscription_count():
-                shapes = self.leaves.shapes(np.concatenate([est.q, est.q_soft]), self.soft_data)
+            if self.marker_pub.get_subscription_count():       # the modules still there
+                leaves = self.control.controller.active_leaves
+                shapes = leaves.shapes(np.concatenate([est.q, est.q_soft[leaves.kept]]), self.soft_data)
         if not self.marker_pub.get_subscription_count():
             return                  # ~40 Python messages: built only for rviz or a bag
         self.marker_pub.publish(build_markers(

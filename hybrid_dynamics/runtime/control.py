@@ -88,10 +88,10 @@ class ControlCore:
         """The command for one cycle (a view on a preallocated array)."""
         q = self.map.reduce_q(state.q)
         v = self.map.reduce_v(state.v)
-        leaves = self.controller.leaves
-        if leaves is not None:           # soft feet: measured coordinates, else at rest
-            q_s = state.q_soft if state.q_soft is not None else np.zeros(leaves.ns)
-            v_s = state.v_soft if state.v_soft is not None else np.zeros(leaves.ns)
+        leaves = self.controller.active_leaves
+        if leaves is not None:           # soft feet (those still there): measured coordinates, else at rest
+            q_s = state.q_soft[leaves.kept] if state.q_soft is not None else np.zeros(leaves.ns)
+            v_s = state.v_soft[leaves.kept] if state.v_soft is not None else np.zeros(leaves.ns)
             q, v = np.concatenate([q, q_s]), np.concatenate([v, v_s])
         if self.references is None:
             self.references = hold_references(self.robot, self.map, state.q)

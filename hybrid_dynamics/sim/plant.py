@@ -83,10 +83,11 @@ class Plant:
         self.noise = noise or ImuNoise()
         self.rng = np.random.default_rng(seed)
         spec = mujoco.MjSpec.from_file(str(robot.mjcf))
+        # soft feet: their equivalent compliant model (sim/soft_feet.py), joints <module>_q<k>,
+        # frozen with the link that carries them when it is lost
+        self.soft_names = add_equivalent_pads(spec, robot) if robot.soft_modules else []
         hinge_names = [j.name for j in spec.joints if j.type in (mujoco.mjtJoint.mjJNT_HINGE,
                                                                  mujoco.mjtJoint.mjJNT_SLIDE)]
-        # soft feet: their equivalent compliant model (sim/soft_feet.py), joints <module>_q<k>
-        self.soft_names = add_equivalent_pads(spec, robot) if robot.soft_modules else []
         for name in hinge_names:
             eq = spec.add_equality()
             eq.type = mujoco.mjtEq.mjEQ_JOINT

@@ -20,9 +20,16 @@ q = (q_r, q_s), v = (v_r, v_s),
 with every root stacked (J = [J_F1; J_F2; ...], block-diagonal M_FF). Roots whose modules are
 declared alike (same joint and body fields) share one compiled tree, evaluated for all of them
 in one mapped CasADi call; one Pinocchio pass serves them all.
+
+A damaged morphology (:meth:`SoftLeaves.for_morphology`) drops the modules hung from frames of
+removed links with them: the surviving roots are reassembled from the trees already built (the
+same compiled functions mapped over fewer roots: nothing is derived or compiled again), on the
+morphology's rigid model (removed bodies without inertia), in the healthy rigid coordinates;
+the controller slices them to its own (control/soft_model_update.py).
 """
 from __future__ import annotations
 
+import copy
 import json
 from typing import Dict, List, Optional, Tuple
 
@@ -43,13 +50,12 @@ LOCAL = pin.ReferenceFrame.LOCAL
 
 
 class _LeafTree:
-    """One compiled soft tree (massless free-flyer root + a chain or tree of modules) and the
-    roots that use it: MID (M, h with gravity and visco-elasticity) and the contact material
-    points, mapped over those roots."""
+    """One compiled soft tree (massless free-flyer root + a chain or tree of modules): MID (M, h
+    with gravity and visco-elasticity) and the contact material point, mapped over any number of
+    roots (:meth:`mapped`)."""
 
     def __init__(self, tree: SoftTree, contact: Optional[Tuple[int, np.ndarray]]):
         self.tree = tree
-        self.roots: List[int] = []            # indices into SoftLeaves.roots
         _, mid, elastic = tree.symbolic()
         q, v = ca.MX.sym("q", tree.nq), ca.MX.sym("v", tree.nv)
         M, h = mid(q, v, ca.DM(-tree.gravity))                   # a0 = -g [Pustina 2024, Sec. 6.1]
@@ -58,6 +64,7 @@ class _LeafTree:
         self._point = None if contact is None else self._point_function(tree.modules[contact[0]], contact[1])
         self.ns = tree.nv - 6
         self.compiled = False
+        self._maps: Dict[int, Tuple[ca.Function, Optional[ca.Function]]] = {}
         self.shapes = {i: self._shape_function(tree.modules[i]) for i in range(1, len(tree.modules))
                        if tree.modules[i].parent == "root"}
 
@@ -91,17 +98,22 @@ class _LeafTree:
         return ca.Function("leaf_shape", [qm], [ca.horzcat(*[tJ + RJ @ p for p in points])])
 
     def compile(self, machine_code: bool = False) -> None:
-        """Map the functions over this tree's roots (after every root is registered), as
-        machine code if asked and a C compiler works (soft/compiled.py)."""
-        k = len(self.roots)
-        self.mid = self._mid.map(k)
-        self.point_fn = self._point.map(k) if self._point is not None else None
+        """The functions of one root as machine code if asked and a C compiler works
+        (soft/compiled.py); mapping them over roots (:meth:`mapped`) compiles nothing more."""
         if machine_code:
-            self.mid, ok = compiled(self.mid)
-            if self.point_fn is not None:
-                self.point_fn, ok_p = compiled(self.point_fn)
+            self._mid, ok = compiled(self._mid)
+            if self._point is not None:
+                self._point, ok_p = compiled(self._point)
                 ok = ok and ok_p
             self.compiled = ok
+
+    def mapped(self, k: int) -> Tuple[ca.Function, Optional[ca.Function]]:
+        """(MID, contact point) mapped over ``k`` roots (kept per k: a morphology seen before
+        costs nothing)."""
+        fns = self._maps.get(k)
+        if fns is None:
+            fns = self._maps[k] = (self._mid.map(k), self._point.map(k) if self._point is not None else None)
+        return fns
 
 
 def _group_key(specs) -> str:
@@ -122,23 +134,29 @@ class SoftLeaves:
         if not specs:
             raise InputError(f"robot '{robot.name}' declares no soft_modules", field="soft_modules")
         self.robot = robot
-        self.model = robot.model if model is None else model
+        self._built: Dict[str, _LeafTree] = {}
+        for root in dict.fromkeys(s.root for s in specs):
+            group = [s for s in specs if s.root == root]
+            key = _group_key(group)
+            if key not in self._built:
+                self._built[key] = self._build(robot, group)
+        for t in self._built.values():
+            t.compile(machine_code)
+        self.compiled = all(t.compiled for t in self._built.values())
+        self._assemble(robot.model if model is None else model, specs)
+        self.kept = np.arange(self.ns)
+
+    def _assemble(self, model: pin.Model, specs) -> None:
+        """Roots, coordinate slices and mapped calls of the modules ``specs`` on ``model``."""
+        self.model = model
         self.data = self.model.createData()
         self.roots: List[str] = list(dict.fromkeys(s.root for s in specs))
         self.root_ids = [self.model.getFrameId(r) for r in self.roots]
         groups = [[s for s in specs if s.root == r] for r in self.roots]
-        trees: Dict[str, _LeafTree] = {}
-        self.leaf_tree: List[_LeafTree] = []
-        for g, group in enumerate(groups):
-            key = _group_key(group)
-            if key not in trees:
-                trees[key] = self._build(robot, group)
-            trees[key].roots.append(g)
-            self.leaf_tree.append(trees[key])
-        self.trees = list(trees.values())
-        for t in self.trees:
-            t.compile(machine_code)
-        self.compiled = all(t.compiled for t in self.trees)
+        self.leaf_tree: List[_LeafTree] = [self._built[_group_key(g)] for g in groups]
+        self.trees = list(dict.fromkeys(self.leaf_tree))
+        self.tree_roots = [[g for g, t in enumerate(self.leaf_tree) if t is tree] for tree in self.trees]
+        self.calls = [tree.mapped(len(roots)) for tree, roots in zip(self.trees, self.tree_roots)]
         self.nq_r, self.nv_r = self.model.nq, self.model.nv
         self.ns = sum(t.ns for t in self.leaf_tree)
         self.nq, self.nv = self.nq_r + self.ns, self.nv_r + self.ns
@@ -160,6 +178,21 @@ class SoftLeaves:
         self.J = np.zeros((6 * G, self.nv_r))
         self.A_b = np.zeros(6 * G)
         self.V = np.zeros(6 * G)
+
+    def for_morphology(self, mmap) -> "SoftLeaves":
+        """The leaves of a :class:`~hybrid_dynamics.model.morphology.MorphologyMap`: every module
+        hung from a frame of a removed link leaves with it; the others keep their trees, on
+        ``mmap.model`` (healthy-size rigid coordinates, removed bodies without inertia).
+        ``kept``: the surviving soft coordinates' positions in the healthy ``q_s``."""
+        gone = set(mmap.removed_joints)
+        model = mmap.model
+        alive = {r for r in self.roots if model.frames[model.getFrameId(r)].parentJoint not in gone}
+        healthy = {r: self.group_slices[g] for g, r in enumerate(self.roots)}
+        view = copy.copy(self)
+        view._assemble(model, [s for s in self.robot.soft_modules if s.root in alive])
+        view.kept = np.concatenate([self.kept[healthy[r]] for r in view.roots]).astype(int) \
+            if view.roots else np.zeros(0, int)
+        return view
 
     @staticmethod
     def _build(robot, group) -> _LeafTree:
@@ -202,12 +235,12 @@ class SoftLeaves:
         np.dot(self.J, v_r, out=self.V)
         self._q_s, self._v_s = q[self.nq_r:], v[self.nv_r:]
 
-    def _tree_inputs(self, t: _LeafTree):
-        """(q, v) columns of tree ``t``, one per root using it."""
+    def _tree_inputs(self, t: _LeafTree, roots: List[int]):
+        """(q, v) columns of tree ``t``, one per root of ``roots`` (indices into ``self.roots``)."""
         data = self.data
-        Q = np.empty((t.tree.nq, len(t.roots)))
-        V = np.empty((t.tree.nv, len(t.roots)))
-        for c, g in enumerate(t.roots):
+        Q = np.empty((t.tree.nq, len(roots)))
+        V = np.empty((t.tree.nv, len(roots)))
+        for c, g in enumerate(roots):
             oMf = data.oMf[self.root_ids[g]]
             Q[:3, c] = oMf.translation
             Q[3:7, c] = pin.Quaternion(oMf.rotation).coeffs()
@@ -224,12 +257,12 @@ class SoftLeaves:
         h = np.empty(self.nv)
         M[:r, :r] = self.data.M
         h[:r] = self.data.nle
-        for t in self.trees:
-            Mt, ht = t.mid(*self._tree_inputs(t))                 # [Pustina 2024, Alg. 3]
-            n, k = t.tree.nv, len(t.roots)
+        for t, roots, (mid, _) in zip(self.trees, self.tree_roots, self.calls):
+            Mt, ht = mid(*self._tree_inputs(t, roots))            # [Pustina 2024, Alg. 3]
+            n, k = t.tree.nv, len(roots)
             Mt = np.array(Mt).reshape(n, k, n).transpose(1, 0, 2)  # (k, n, n), one per root
             ht = np.array(ht).T                                    # (k, n)
-            G6 = np.array([np.arange(6 * g, 6 * g + 6) for g in t.roots])
+            G6 = np.array([np.arange(6 * g, 6 * g + 6) for g in roots])
             J, A = self.J[G6], self.A_b[G6]                        # (k, 6, r), (k, 6)
             Jflat = J.reshape(6 * k, r)
             M[:r, :r] += Jflat.T @ (Mt[:, :6, :6] @ J).reshape(6 * k, r)
@@ -237,7 +270,7 @@ class SoftLeaves:
             h[:r] += Jflat.T @ W.ravel()
             coupling = np.einsum("kai,kas->kis", J, Mt[:, :6, 6:])        # J^T M_Fs
             hs = np.einsum("ksa,ka->ks", Mt[:, 6:, :6], A) + ht[:, 6:]
-            for c, g in enumerate(t.roots):
+            for c, g in enumerate(roots):
                 s = slice(r + self.group_slices[g].start, r + self.group_slices[g].stop)
                 M[:r, s] = coupling[c]
                 M[s, :r] = coupling[c].T
@@ -258,29 +291,31 @@ class SoftLeaves:
             self.update(q, v)
         r0 = self.nv_r
         rows: Dict[int, Tuple] = {}
-        for t in self.trees:
-            if t.point_fn is None:
+        for t, roots, (_, point_fn) in zip(self.trees, self.tree_roots, self.calls):
+            if point_fn is None:
                 continue
             i = t.contact[0]
             qs = slice(t.tree.qslice[i].start - 7, t.tree.qslice[i].stop - 7)
             vs = slice(t.tree.vslice[i].start - 6, t.tree.vslice[i].stop - 6)
-            Qm = np.column_stack([self._q_s[self.group_slices[g]][qs] for g in t.roots])
-            Vm = np.column_stack([self._v_s[self.group_slices[g]][vs] for g in t.roots])
-            k, nm = len(t.roots), Vm.shape[0]
-            G6 = np.array([np.arange(6 * g, 6 * g + 6) for g in t.roots])
-            Rf = np.hstack([self.data.oMf[self.root_ids[g]].rotation for g in t.roots])
-            off, X, Js, bias = (np.array(x) for x in t.point_fn(Qm, Vm, Rf, self.V[G6].T, self.A_b[G6].T))
+            Qm = np.column_stack([self._q_s[self.group_slices[g]][qs] for g in roots])
+            Vm = np.column_stack([self._v_s[self.group_slices[g]][vs] for g in roots])
+            k, nm = len(roots), Vm.shape[0]
+            G6 = np.array([np.arange(6 * g, 6 * g + 6) for g in roots])
+            Rf = np.hstack([self.data.oMf[self.root_ids[g]].rotation for g in roots])
+            off, X, Js, bias = (np.array(x) for x in point_fn(Qm, Vm, Rf, self.V[G6].T, self.A_b[G6].T))
             Jrig = np.einsum("kij,kjn->kin", X.reshape(3, k, 6).transpose(1, 0, 2), self.J[G6])
             Jsoft = Js.reshape(3, k, nm).transpose(1, 0, 2)
-            pos = np.array([self.data.oMf[self.root_ids[g]].translation for g in t.roots]) + off.T
+            pos = np.array([self.data.oMf[self.root_ids[g]].translation for g in roots]) + off.T
             bias = bias.T
-            for c, g in enumerate(t.roots):
+            for c, g in enumerate(roots):
                 J = np.zeros((3, self.nv))
                 J[:, :r0] = Jrig[c]
                 start = r0 + self.group_slices[g].start + vs.start
                 J[:, start:start + nm] = Jsoft[c]
                 rows[g] = (pos[c], J, bias[c])
         order = [rows[g] for g in sorted(rows)]
+        if not order:                              # every contact module was lost with its link
+            return np.zeros((0, 3)), np.zeros((0, self.nv)), np.zeros(0)
         return (np.array([o[0] for o in order]), np.vstack([o[1] for o in order]),
                 np.concatenate([o[2] for o in order]))
 
