@@ -6,6 +6,11 @@ visco-elastic generalized force ``s(q_B, qdot_B)``.
 Stock bodies: rigid, Cosserat rods given by a strain basis (constant curvature, PCC with
 elongation, piecewise-constant strain, variable strain), a modal (Ritz) flexible link, and any
 differentiable user map.
+
+A body's integrals in its distal frame (:meth:`Body.integrals`: mass, CoM, inertia and their
+derivatives, the deformation momentum and the sums of pi* [Pustina 2024, Eqs. (44)-(47)]) are
+sums over its quadrature points; the modal body evaluates them from q-independent invariants
+computed once at build (its map is linear in q).
 """
 from __future__ import annotations
 
@@ -18,7 +23,7 @@ import numpy as np
 
 from hybrid_dynamics.errors import InputError
 from hybrid_dynamics.soft import quadrature
-from hybrid_dynamics.soft.symbolic import se3_exp
+from hybrid_dynamics.soft.symbolic import se3_exp, skew
 
 Face = Tuple[np.ndarray, np.ndarray, np.ndarray]
 
@@ -66,6 +71,47 @@ class Body(abc.ABC):
             n2 = n2 - ca.dot(n1, n2) * n1
             n2 = n2 / ca.norm_2(n2)
         return ca.horzcat(n1, n2, ca.cross(n1, n2)), pJ
+
+    def local_points(self, q, xs: Optional[np.ndarray] = None):
+        """Material points (default: the quadrature points) in the distal frame, ^i p_k
+        (stacked 3K vector)."""
+        RB, tB = self.distal_transform(q)
+        xs = self.points if xs is None else xs
+        return ca.vertcat(*[RB.T @ (p - tB) for p in self.map_points(xs, q)])
+
+    def integrals(self, q, v, a) -> list:
+        """The body's integrals in its distal frame at (q_B, qdot_B, qddot_B), in the order of
+        module.TERM_NAMES from ``m`` to ``Jrr`` [Pustina 2024, Sec. 4], as sums over the
+        quadrature points (with r_k = p_k - p_c, J_r = dr/dq, b_k the second-order term):
+        m, p_c and its two derivatives, J_c, I, Idot, dI/dq, h_d = sum w r x rdot,
+        sum w r x rddot, H = sum w [r]x J_r, G = sum w [rdot]x J_r, sum w J_r^T J_r,
+        sum w J_r^T rddot."""
+        w = self.weights
+        K = len(w)
+        P = self.local_points(q)
+        JP = ca.jacobian(P, q)
+        m = float(w.sum())
+        mdiv = m if m > 0 else 1.0          # a massless body has all sums zero
+        p = [P[3 * k:3 * k + 3] for k in range(K)]
+        Jp = [JP[3 * k:3 * k + 3, :] for k in range(K)]
+        pc = sum(w[k] * p[k] for k in range(K)) / mdiv
+        Jc = sum(w[k] * Jp[k] for k in range(K)) / mdiv
+        b_all = ca.jtimes(JP @ v, q, v)             # b_k = sum_jl d2p_k/dqj dql qdj qdl, one sweep
+        b = [b_all[3 * k:3 * k + 3] for k in range(K)]
+        bbar = sum(w[k] * b[k] for k in range(K)) / mdiv
+        r = [p[k] - pc for k in range(K)]
+        Jr = [Jp[k] - Jc for k in range(K)]
+        rd = [Jr[k] @ v for k in range(K)]
+        rdd = [Jr[k] @ a + b[k] - bbar for k in range(K)]
+        I = sum(w[k] * (ca.dot(r[k], r[k]) * ca.DM.eye(3) - r[k] @ r[k].T) for k in range(K))
+        return [ca.SX(m), pc, Jc @ v, Jc @ a + bbar, Jc, I, ca.reshape(ca.jtimes(ca.vec(I), q, v), 3, 3),
+                ca.jacobian(ca.vec(I), q),
+                sum(w[k] * ca.cross(r[k], rd[k]) for k in range(K)),
+                sum(w[k] * ca.cross(r[k], rdd[k]) for k in range(K)),
+                sum(w[k] * skew(r[k]) @ Jr[k] for k in range(K)),
+                sum(w[k] * skew(rd[k]) @ Jr[k] for k in range(K)),
+                sum(w[k] * Jr[k].T @ Jr[k] for k in range(K)),
+                sum(w[k] * Jr[k].T @ rdd[k] for k in range(K))]
 
     def elastic_force(self, q, v):
         """Body-local visco-elastic generalized force s(q, qdot) (linear Kelvin-Voigt)."""
@@ -218,10 +264,27 @@ class ModalBody(Body):
     polynomial shapes phi_j = (x3/L)^(j+2) along d_j in {x, y}: cross-sections translate, so
     the distal face moves rigidly (Assumption 2) and the map is linear in q. Bending energy of
     the centreline, K_ij = E I int phi_i'' phi_j'' d_i.d_j dx3.
+
+    In the distal frame (axes of the joint frame, origin f(x_J)) every material point is
+    affine in q, ``p_k = u_k + S_k q`` with ``S_k = [d_j (phi_j(x3_k) - phi_j(L))]`` constant,
+    so the body's integrals are polynomials in q whose coefficients, the floating-frame-of-
+    reference inertia invariants, are computed once at build (``invariants``; centred at the
+    rest CoM: a_k = u_k - u_bar, B_k = S_k - S_bar):
+
+        m,  u_bar = sum w u / m,  S_bar = sum w S / m                  (p_c = u_bar + S_bar q)
+        E0 = sum w a a^T,  E1_j = sum w B_j a^T,  E2_jl = sum w B_j B_l^T
+                               (sum w r r^T = E0 + sum_j q_j (E1_j + E1_j^T) + sum_jl q_j q_l E2_jl)
+        H0 = sum w [a]x B,  H1_j = sum w [B_j]x B                      (H(q) = H0 + sum_j q_j H1_j)
+        M_bb = sum w B^T B
+
+    and then I = tr(E) I3 - E, h_d = H v, sum w r x rddot = H a, G = sum_j v_j H1_j, the CoM
+    rates S_bar v and S_bar a, sum w J_r^T rddot = M_bb a (no second-order term: b_k = 0).
+    ``invariants=False`` keeps the generic sums over the quadrature points
+    (:meth:`Body.integrals`), the reference the invariants are checked against.
     """
 
     def __init__(self, length: float, radius: float, density: float, modes_per_direction: int = 2,
-                 youngs_modulus: float = 0.0, damping_time: float = 0.0):
+                 youngs_modulus: float = 0.0, damping_time: float = 0.0, invariants: bool = True):
         self.length = float(length)
         self.modes = [(d, j + 2) for d in (0, 1) for j in range(modes_per_direction)]
         self.nq = len(self.modes)
@@ -232,6 +295,7 @@ class ModalBody(Body):
         K = youngs_modulus * np.pi * radius ** 4 / 4 * same * ((curv * ws) @ curv.T)
         face = (np.array([0, 0, length]), np.array([radius, 0, length]), np.array([0, radius, length]))
         super().__init__(pts, w, face, K, damping_time * K)
+        self.invariants = self._invariants() if invariants else None
 
     def f(self, x, q):
         out = ca.DM(x)
@@ -239,6 +303,52 @@ class ModalBody(Body):
             out = out + ca.DM(np.eye(3)[d]) * (x[2] / self.length) ** p * q[j]
         return out
 
+    def _shapes(self, x3: np.ndarray) -> np.ndarray:
+        """S_k (K, 3, n): the modes' displacement of points at heights x3, relative to the face's."""
+        S = np.zeros((len(x3), 3, self.nq))
+        for j, (d, p) in enumerate(self.modes):
+            S[:, d, j] = (x3 / self.length) ** p - 1.0
+        return S
+
+    def _invariants(self) -> dict:
+        w, n = self.weights, self.nq
+        m = float(w.sum())
+        u = self.points - self.face[0]                                  # u_k (rest, distal frame)
+        S = self._shapes(self.points[:, 2])
+        u_bar, S_bar = w @ u / m, np.einsum("k,kij->ij", w, S) / m
+        a, B = u - u_bar, S - S_bar
+        skew_B = np.stack([np.stack([np.cross(B[:, :, j], B[:, :, l]) for l in range(n)], -1)
+                           for j in range(n)])                        # [B_j]x B_l, (n, K, 3, n)
+        return {"m": m, "u_bar": u_bar, "S_bar": S_bar,
+                "E0": np.einsum("k,ki,kj->ij", w, a, a),
+                "E1": np.einsum("k,kij,kl->jil", w, B, a),             # (n, 3, 3): sum w B_j a^T
+                "E2": np.einsum("k,kij,klm->jmil", w, B, B),           # (n, n, 3, 3): sum w B_j B_m^T
+                "H0": np.einsum("k,kij->ij", w, np.cross(a[:, :, None], B, axis=1)),
+                "H1": np.einsum("k,jkil->jil", w, skew_B),             # (n, 3, n)
+                "Mbb": np.einsum("k,kij,kil->jl", w, B, B)}
+
+    def integrals(self, q, v, a) -> list:
+        """:meth:`Body.integrals` from the invariants (class docstring), or as sums over the
+        quadrature points when built with ``invariants=False``."""
+        if self.invariants is None:
+            return super().integrals(q, v, a)
+        inv, n = self.invariants, self.nq
+        Sb = ca.DM(inv["S_bar"])
+        E = ca.DM(inv["E0"])
+        H = ca.DM(inv["H0"])
+        G = ca.SX.zeros(3, n)
+        for j in range(n):
+            E1 = ca.DM(inv["E1"][j])
+            E = E + q[j] * (E1 + E1.T)
+            H = H + q[j] * ca.DM(inv["H1"][j])
+            G = G + v[j] * ca.DM(inv["H1"][j])
+            for l in range(n):
+                E = E + q[j] * q[l] * ca.DM(inv["E2"][j, l])
+        I = ca.trace(E) * ca.DM.eye(3) - E
+        Mbb = ca.DM(inv["Mbb"])
+        return [ca.SX(inv["m"]), ca.DM(inv["u_bar"]) + Sb @ q, Sb @ v, Sb @ a, Sb, I,
+                ca.reshape(ca.jtimes(ca.vec(I), q, v), 3, 3), ca.jacobian(ca.vec(I), q),
+                H @ v, H @ a, H, G, Mbb, Mbb @ a]
 
 class MapBody(Body):
     """Any differentiable user map ``f(x, q)`` written with CasADi operations."""

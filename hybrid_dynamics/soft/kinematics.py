@@ -8,7 +8,6 @@ from typing import List, Sequence, Tuple
 import casadi as ca
 import numpy as np
 
-from hybrid_dynamics.soft.module import body_points_local
 from hybrid_dynamics.soft.symbolic import segment
 from hybrid_dynamics.soft.tree import SoftTree
 
@@ -24,7 +23,7 @@ def symbolic_points(tree: SoftTree, points: Sequence[Tuple[str, Sequence[float]]
         qi = segment(q, tree.qslice[i].start, tree.qslice[i].stop)
         qB = segment(qi, tree.modules[i].joint.nq, tree.modules[i].nq)
         qs = ca.SX.sym("qB", body.nq)
-        local = ca.Function("local", [qs], [body_points_local(body, qs, np.asarray(x, float)[None, :])])
+        local = ca.Function("local", [qs], [body.local_points(qs, np.asarray(x, float)[None, :])])
         worlds.append(p + R @ local(qB))
     return worlds
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import casadi as ca
 import numpy as np
 
-from hybrid_dynamics.soft.module import body_points_local
 from hybrid_dynamics.soft.symbolic import segment
 from hybrid_dynamics.soft.tree import SoftTree
 
@@ -35,7 +34,7 @@ class LagrangeReference:
             Rj, tj = Rp @ RJ, tp + Rp @ tJ                      # joint frame in the world
             Ri, ti = Rj @ RB, tj + Rj @ tB                       # distal frame in the world
             frames.append((Ri, ti))
-            P = body_points_local(m.body, qB)
+            P = m.body.local_points(qB)
             for k, wk in enumerate(m.body.weights):
                 points.append((wk, ti + Ri @ P[3 * k:3 * k + 3]))
         g = ca.DM(tree.gravity)

@@ -17,7 +17,7 @@ import numpy as np
 
 from hybrid_dynamics.soft.bodies import Body
 from hybrid_dynamics.soft.joints import Joint
-from hybrid_dynamics.soft.symbolic import segment, skew, vee
+from hybrid_dynamics.soft.symbolic import segment, vee
 
 TERM_NAMES = ("R", "t", "vrel", "wrel", "vdrel", "wdrel", "Jv", "Jw", "m", "pc", "pdc", "pddc",
               "Jc", "I", "Id", "dI", "hd", "Srr", "H", "G", "Mbb", "Jrr", "s")
@@ -39,14 +39,6 @@ class Module:
     @property
     def nv(self) -> int:
         return self.joint.nv + self.body.nq
-
-
-def body_points_local(body: Body, qB, xs: Optional[np.ndarray] = None):
-    """Material points (default: the quadrature points) in the distal frame, ^i p_k
-    (stacked 3K vector)."""
-    RB, tB = body.distal_transform(qB)
-    xs = body.points if xs is None else xs
-    return ca.vertcat(*[RB.T @ (p - tB) for p in body.map_points(xs, qB)])
 
 
 def module_transform(module: Module) -> ca.Function:
@@ -76,35 +68,9 @@ def module_terms(module: Module) -> ca.Function:
     vdrel, wdrel = ca.jtimes(vrel, z, zd), ca.jtimes(wrel, z, zd)
     Jv, Jw = ca.jacobian(vrel, v), ca.jacobian(wrel, v)
 
-    w = body.weights
-    K = len(w)
-    P = body_points_local(body, qB)
-    JP = ca.jacobian(P, qB)
-    m = float(w.sum())
-    mdiv = m if m > 0 else 1.0          # a massless body has all sums zero
-    p = [P[3 * k:3 * k + 3] for k in range(K)]
-    Jp = [JP[3 * k:3 * k + 3, :] for k in range(K)]
-    pc = sum(w[k] * p[k] for k in range(K)) / mdiv
-    Jc = sum(w[k] * Jp[k] for k in range(K)) / mdiv
-    b_all = ca.jtimes(JP @ vB, qB, vB)          # b_k = sum_jl d2p_k/dqj dql qdj qdl, one sweep
-    b = [b_all[3 * k:3 * k + 3] for k in range(K)]
-    bbar = sum(w[k] * b[k] for k in range(K)) / mdiv
-    pdc, pddc = Jc @ vB, Jc @ aB + bbar
-    r = [p[k] - pc for k in range(K)]
-    Jr = [Jp[k] - Jc for k in range(K)]
-    rd = [Jr[k] @ vB for k in range(K)]
-    rdd = [Jr[k] @ aB + b[k] - bbar for k in range(K)]
-    I = sum(w[k] * (ca.dot(r[k], r[k]) * ca.DM.eye(3) - r[k] @ r[k].T) for k in range(K))
-    Id = ca.reshape(ca.jtimes(ca.vec(I), qB, vB), 3, 3)
-    dI = ca.jacobian(ca.vec(I), qB)
-    hd = sum(w[k] * ca.cross(r[k], rd[k]) for k in range(K))
-    Srr = sum(w[k] * ca.cross(r[k], rdd[k]) for k in range(K))
-    H = sum(w[k] * skew(r[k]) @ Jr[k] for k in range(K))
-    G = sum(w[k] * skew(rd[k]) @ Jr[k] for k in range(K))
-    Mbb = sum(w[k] * Jr[k].T @ Jr[k] for k in range(K))
-    Jrr = sum(w[k] * Jr[k].T @ rdd[k] for k in range(K))
+    (m, pc, pdc, pddc, Jc, I, Id, dI, hd, Srr, H, G, Mbb, Jrr) = body.integrals(qB, vB, aB)
     s = body.elastic_force(qB, vB)
-    values = [R, t, vrel, wrel, vdrel, wdrel, Jv, Jw, ca.SX(m), pc, pdc, pddc, Jc, I, Id, dI,
+    values = [R, t, vrel, wrel, vdrel, wdrel, Jv, Jw, m, pc, pdc, pddc, Jc, I, Id, dI,
               hd, Srr, H, G, Mbb, Jrr, s]
     return ca.Function(f"terms_{module.name}", [q, v, a], [ca.densify(ca.SX(x)) for x in values],
                        ["q", "v", "a"], list(TERM_NAMES))
