@@ -30,6 +30,9 @@ def test_bench_soft_json(cli):
     assert [row["bodies"] for row in out["rows"]] == [1, 2]
     assert all(row["id_us"] > 0 and row["el_over_id"] > 0 for row in out["rows"])
     assert np.isfinite(out["id_exponent"])
+    md = out["modal"]                             # the modal chain from its invariants and per point
+    assert md["coordinates"] == 21 and md["invariants_mid_us"] > 0 and md["per_point_mid_us"] > 0
+    assert md["mid_speedup"] == md["per_point_mid_us"] / md["invariants_mid_us"]
     wb = out["whole_body"]
     assert wb["robot"] == "jethexa_soft" and wb["soft_coordinates"] == 18 and wb["cycles"] == 5
     assert wb["fallbacks"] == {"soft": 0, "rigid": 0}
