@@ -76,9 +76,11 @@ DEFAULTS: Dict[str, Any] = {
     "fallback": {"joint_damping": 0.1},   # N m s/rad in gravity compensation + damping
     # robots with soft modules (manifest soft_modules:): their deformation modes in the QP as
     # variables with their dynamics rows (dynamic), or taken at static equilibrium, a_s = 0,
-    # rows left out (quasi_static: stiff modes); control/soft_model_update.py. machine_code:
-    # the pads' CasADi functions compiled with the C compiler (soft/compiled.py; cached on disk)
-    "soft": {"condensation": "dynamic", "machine_code": False},
+    # rows left out (quasi_static: stiff modes); control/soft_model_update.py. horizon (s,
+    # dynamic only): their visco-elastic force is the one predicted that far ahead, the period
+    # the command is held (None: dt; 0: the force at the current state). machine_code: the
+    # pads' CasADi functions compiled with the C compiler (soft/compiled.py; cached on disk)
+    "soft": {"condensation": "dynamic", "horizon": None, "machine_code": False},
 }
 
 
@@ -120,6 +122,10 @@ def controller_config(robot_name: Optional[str] = None, overrides: Optional[dict
         raise InputError("cone_approximation must be inner or outer", field="contacts.cone_approximation")
     if config["soft"]["condensation"] not in ("dynamic", "quasi_static"):
         raise InputError("soft.condensation must be dynamic or quasi_static", field="soft.condensation")
+    horizon = config["soft"]["horizon"]
+    if horizon is not None and not (isinstance(horizon, (int, float)) and 0.0 <= horizon < float("inf")):
+        raise InputError(f"soft.horizon must be a duration >= 0 in seconds (or null: dt), got {horizon!r}",
+                         field="soft.horizon")
     if int(config["contacts"]["cone_facets"]) < 3:
         raise InputError("cone_facets must be at least 3", field="contacts.cone_facets")
     try:

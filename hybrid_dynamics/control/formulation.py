@@ -263,7 +263,9 @@ class Formulation:
             return ModelUpdate(robot, self.contacts, mmap, projection)
         if mmap is not None and mmap.morphology.is_healthy():
             mmap = None
-        return SoftModelUpdate(robot, self.contacts, leaves, config["soft"]["condensation"], mmap)
+        horizon = config["soft"]["horizon"]
+        return SoftModelUpdate(robot, self.contacts, leaves, config["soft"]["condensation"], mmap,
+                               float(config["dt"]) if horizon is None else float(horizon))
 
     @staticmethod
     def _contacts(robot, config, mmap) -> List[ContactModel]:

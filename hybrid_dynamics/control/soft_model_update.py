@@ -8,7 +8,18 @@ variables and their rows join the floating-base rows as equalities,
     M dv + h = S^T tau + J_c^T f,      S = [0 | I_actuated | 0]     (base and soft rows: S = 0)
 
 with ``J_c`` the world Jacobian of each contact material point (rigid and deformation columns)
-and the contact acceleration ``J_c dv + Jdot_c v = 0`` on that point. With
+and the contact acceleration ``J_c dv + Jdot_c v = 0`` on that point. The pads' visco-elastic
+force ``s(q_s, v_s)`` in their rows is the one predicted ``soft.horizon`` ahead (semi-implicit,
+``H``: the control period), ``s + K (H v_s + H^2 a_s) + D H a_s`` with the tangents ``K``,
+``D`` (soft.leaves.SoftLeaves.spring_tangents), i.e.
+
+    M_ss <- M_ss + H D + H^2 K,     h_s <- h_s + H K v_s
+
+A pad is a stiff spring on a tiny mass: with the force at the current state (``H = 0``) the
+contact force is pinned by the measured deformation and the QP can change it only through huge
+accelerations of the pad's mass, which the next sample's state does not follow (jethexa_soft
+falls within 0.6 s); the predicted force is what the pad will push with while the command is
+held. With
 ``soft.condensation: quasi_static`` the modes are taken as stiff and at equilibrium under the
 current load (``a_s = 0``, their rows left out): the QP keeps the rigid coordinates only, with
 the pads' mass lumped on their frames at the current deformation (``M_r + J^T M_FF J``, the
@@ -43,7 +54,7 @@ class SoftModelUpdate(ModelUpdate):
     the controller's coordinates ``v`` (dynamic) or ``v_r`` (quasi-static)."""
 
     def __init__(self, robot, contacts: List[ContactModel], leaves: SoftLeaves, condensation: str,
-                 morphology_map=None):
+                 morphology_map=None, horizon: float = 0.0):
         if condensation not in CONDENSATIONS:
             raise InputError(f"soft.condensation '{condensation}' is not dynamic or quasi_static",
                              field="soft.condensation")
@@ -53,6 +64,7 @@ class SoftModelUpdate(ModelUpdate):
         self.leaves = leaves
         self.model, self.data = leaves.model, leaves.data
         self.dynamic = condensation == "dynamic"
+        self.horizon = float(horizon)
         r = len(self.v_index)
         self.n = r + leaves.ns if self.dynamic else r
         # the healthy-size (rigid, soft) columns the controller keeps: its rigid ones, then the
@@ -84,6 +96,11 @@ class SoftModelUpdate(ModelUpdate):
         if self.sliced:
             cols = self.columns
             M, h, Jc = M[np.ix_(cols, cols)], h[cols], Jc[:, cols]
+        if self.dynamic and self.horizon:           # the spring-damper predicted H ahead
+            H, (K, D) = self.horizon, leaves.spring_tangents()
+            r = len(self.v_index)
+            M[r:, r:] += H * D + H * H * K
+            h[r:] += H * K @ v[r:]
         self.M, self.h = (M, h) if self.dynamic else (M[:n, :n], h[:n])
         self.v_m = v[:n]
         self.points = P

@@ -60,11 +60,17 @@ class _LeafTree:
         q, v = ca.MX.sym("q", tree.nq), ca.MX.sym("v", tree.nv)
         M, h = mid(q, v, ca.DM(-tree.gravity))                   # a0 = -g [Pustina 2024, Sec. 6.1]
         self._mid = ca.Function("leaf_mid", [q, v], [M, h + elastic(q, v)]).expand()
+        # tangents of the visco-elastic force of the leaves' own coordinates, in speed
+        # coordinates (dS/dq G(q), G = dqdot/dv): what a prediction of that force needs
+        s = elastic(q, v)[6:]
+        G = ca.jacobian(tree.symbolic_qdot(q, v), v)
+        self._spring = ca.Function("leaf_spring", [q, v], [(ca.jacobian(s, q) @ G)[:, 6:],
+                                                           ca.jacobian(s, v)[:, 6:]]).expand()
         self.contact = contact
         self._point = None if contact is None else self._point_function(tree.modules[contact[0]], contact[1])
         self.ns = tree.nv - 6
         self.compiled = False
-        self._maps: Dict[int, Tuple[ca.Function, Optional[ca.Function]]] = {}
+        self._maps: Dict[int, Tuple[ca.Function, Optional[ca.Function], ca.Function]] = {}
         self.shapes = {i: self._shape_function(tree.modules[i]) for i in range(1, len(tree.modules))
                        if tree.modules[i].parent == "root"}
 
@@ -107,12 +113,13 @@ class _LeafTree:
                 ok = ok and ok_p
             self.compiled = ok
 
-    def mapped(self, k: int) -> Tuple[ca.Function, Optional[ca.Function]]:
-        """(MID, contact point) mapped over ``k`` roots (kept per k: a morphology seen before
-        costs nothing)."""
+    def mapped(self, k: int) -> Tuple[ca.Function, Optional[ca.Function], ca.Function]:
+        """(MID, contact point, spring tangents) mapped over ``k`` roots (kept per k: a
+        morphology seen before costs nothing)."""
         fns = self._maps.get(k)
         if fns is None:
-            fns = self._maps[k] = (self._mid.map(k), self._point.map(k) if self._point is not None else None)
+            fns = self._maps[k] = (self._mid.map(k), self._point.map(k) if self._point is not None else None,
+                                   self._spring.map(k))
         return fns
 
 
@@ -257,7 +264,7 @@ class SoftLeaves:
         h = np.empty(self.nv)
         M[:r, :r] = self.data.M
         h[:r] = self.data.nle
-        for t, roots, (mid, _) in zip(self.trees, self.tree_roots, self.calls):
+        for t, roots, (mid, _, _) in zip(self.trees, self.tree_roots, self.calls):
             Mt, ht = mid(*self._tree_inputs(t, roots))            # [Pustina 2024, Alg. 3]
             n, k = t.tree.nv, len(roots)
             Mt = np.array(Mt).reshape(n, k, n).transpose(1, 0, 2)  # (k, n, n), one per root
@@ -278,6 +285,18 @@ class SoftLeaves:
                 h[s] = hs[c]
         return M, h
 
+    def spring_tangents(self) -> Tuple[np.ndarray, np.ndarray]:
+        """(K, D): the tangents d s / d q_s and d s / d v_s of the visco-elastic force of the
+        soft coordinates at the state of the last :meth:`update` (ns x ns, block-diagonal by
+        root; constant for linear Kelvin-Voigt bodies)."""
+        K, D = np.zeros((self.ns, self.ns)), np.zeros((self.ns, self.ns))
+        for t, roots, (_, _, spring) in zip(self.trees, self.tree_roots, self.calls):
+            Kt, Dt = (np.array(x).reshape(t.ns, len(roots), t.ns) for x in spring(*self._tree_inputs(t, roots)))
+            for c, g in enumerate(roots):
+                sl = self.group_slices[g]
+                K[sl, sl], D[sl, sl] = Kt[:, c], Dt[:, c]
+        return K, D
+
     def contact_points(self, q: np.ndarray, v: np.ndarray, updated: bool = False):
         """World positions (k, 3), Jacobians (3k x nv, world linear velocity of each contact
         material point) and ``Jdot v`` (3k) of the contact points, root by root. With r the
@@ -291,7 +310,7 @@ class SoftLeaves:
             self.update(q, v)
         r0 = self.nv_r
         rows: Dict[int, Tuple] = {}
-        for t, roots, (_, point_fn) in zip(self.trees, self.tree_roots, self.calls):
+        for t, roots, (_, point_fn, _) in zip(self.trees, self.tree_roots, self.calls):
             if point_fn is None:
                 continue
             i = t.contact[0]

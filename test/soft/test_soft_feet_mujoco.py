@@ -103,3 +103,24 @@ def test_ros_graph_publishes_and_draws_the_deformation(cli, tmp_path):
     for m in bodies:
         p = np.array([[pt.x, pt.y, pt.z] for pt in m.points])
         assert len(p) == 7 and 0.028 < np.linalg.norm(p[-1] - p[0]) < 0.032   # the 30 mm pad
+
+
+def test_dynamic_condensation_walks_with_the_pads_force_predicted_one_period_ahead(tmp_path):
+    """``soft.condensation: dynamic`` (the pads' coordinates in the QP with their own rows) with
+    their spring-damper force predicted over the 5 ms control period walks; with the force at
+    the current state (``soft.horizon: 0``) the QP turns infeasible and the robot falls."""
+    sc = load_scenario("jethexa_soft_walk")
+    summaries = {}
+    for horizon, duration in ((1.0 / sc.control_rate, 2.5), (0.0, 1.0)):
+        sc.controller = {"soft": {"condensation": "dynamic", "horizon": horizon, "machine_code": False}}
+        run = ScenarioRun(sc, tmp_path / f"h{horizon}", duration=duration, bag=False, plots=False, progress=False)
+        summaries[horizon] = run.run()
+        state = run.pipeline.control.controller.formulation.state
+        assert state.dynamic and state.n == run.robot.nv + 18 and state.horizon == horizon
+    walked, pinned = summaries[0.005], summaries[0.0]
+    print({h: {k: s[k] for k in ("stopped", "speed_before_damage_mps", "max_abs_roll_deg", "max_abs_pitch_deg",
+                                 "fallbacks", "infeasible")} for h, s in summaries.items()})
+    assert walked["completed"] and not walked["fell"] and walked["fallbacks"] == 0 and walked["infeasible"] == 0
+    assert 0.07 < walked["speed_before_damage_mps"] < 0.13
+    assert max(walked["max_abs_roll_deg"], walked["max_abs_pitch_deg"]) < 10.0
+    assert pinned["fell"] or pinned["infeasible"] > 10

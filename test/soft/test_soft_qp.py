@@ -3,8 +3,10 @@ one soft recursion of the whole robot (every rigid body and pad a module [Pustin
 Alg. 2], no Pinocchio) and the contact material points' Jacobians of that tree.
 
 * ``soft.condensation: dynamic``: the output satisfies every row of the full soft-rigid
-  equation ``M dv + h = S^T tau + J_c^T f`` (base and deformation rows with no torque), the
-  contact points do not accelerate, the forces are inside their friction pyramids;
+  equation ``M dv + h = S^T tau + J_c^T f`` (base and deformation rows with no torque), with
+  the pads' visco-elastic force at the current state (``soft.horizon: 0``) or predicted H ahead
+  (the reference tree's force at ``q_s + H v_s + H^2 a_s``, ``v_s + H a_s``), the contact
+  points do not accelerate, the forces are inside their friction pyramids;
 * ``quasi_static``: with ``a_s = 0`` the rigid rows hold exactly (base rows with no torque,
   actuated rows = tau); the deformation rows are what the condensation leaves out, and their
   residual is the pads' static imbalance at that state.
@@ -73,12 +75,17 @@ def hold(robot, q):
     return References.hold(com=pin.centerOfMass(robot.model, data, q[:robot.nq]).copy())
 
 
-def check(robot, ctrl, ref, points, q, v, out, rows):
-    """Residual of ``rows`` of M dv + h - S^T tau - J_c^T f, contact accelerations, cones."""
+def check(robot, ctrl, ref, points, q, v, out, rows, horizon=0.0):
+    """Residual of ``rows`` of M dv + h - S^T tau - J_c^T f, the pads' visco-elastic force
+    predicted ``horizon`` ahead, contact accelerations, cones."""
     n = ctrl.leaves.nv
     dv = np.zeros(n)
     dv[:len(out.dv)] = out.dv
     tau_gen = ref.inverse_dynamics(q, v, dv)                 # M dv + h (+ K q + D qdot)
+    q_p, v_p = q.copy(), v.copy()
+    q_p[robot.nq:] += horizon * v[robot.nv:] + horizon ** 2 * dv[robot.nv:]
+    v_p[robot.nv:] += horizon * dv[robot.nv:]
+    tau_gen += ref.elastic_force(q_p, v_p) - ref.elastic_force(q, v)
     _, J, bias = points(q, v)
     f = np.concatenate([out.contact_forces[c.frame] for c in robot.contacts])
     residual = tau_gen - J.T @ f
@@ -94,15 +101,21 @@ def check(robot, ctrl, ref, points, q, v, out, rows):
     return residual[rows] / scale, (J @ dv + bias)
 
 
-def test_dynamic_condensation_satisfies_the_full_soft_rigid_equation(setup):
+@pytest.mark.parametrize("horizon", [0.0, 0.005])
+def test_dynamic_condensation_satisfies_the_full_soft_rigid_equation(setup, horizon):
     robot, ref, points = setup
-    ctrl = WholeBodyController(robot, {"soft": {"condensation": "dynamic", "machine_code": False}})
+    ctrl = WholeBodyController(robot, {"soft": {"condensation": "dynamic", "horizon": horizon,
+                                                "machine_code": False}})
     rng = np.random.default_rng(5)
     q, v = standing_state(robot, ctrl, rng)
     out = ctrl.update(q, v, stance(robot), hold(robot, q))
     assert not out.fallback and out.dv.shape == (robot.nv + ctrl.leaves.ns,)
-    res, acc = check(robot, ctrl, ref, points, q, v, out, slice(None))
-    print(f"dynamic: {out.status}; max row residual {np.abs(res).max():.1e}, contact acc {np.abs(acc).max():.1e}")
+    res, acc = check(robot, ctrl, ref, points, q, v, out, slice(None), horizon)
+    if horizon:                     # the prediction changes the rows: the current force does not hold them
+        off, _ = check(robot, ctrl, ref, points, q, v, out, slice(None))
+        assert np.abs(off).max() > 1e-6
+    print(f"dynamic, horizon {horizon}: {out.status}; max row residual {np.abs(res).max():.1e}, "
+          f"contact acc {np.abs(acc).max():.1e}")
     assert np.abs(res).max() < 1e-8
     assert np.abs(acc).max() < 1e-6 * max(1.0, np.abs(out.dv).max())
     assert np.abs(out.dv[robot.nv:]).max() > 1e-3                # the pads do move in the solution
@@ -121,6 +134,8 @@ def test_quasi_static_condensation_holds_the_rigid_rows(setup):
     assert np.abs(res).max() < 1e-8
 
 
-def test_condensation_key_is_checked():
+def test_condensation_keys_are_checked():
     with pytest.raises(InputError, match="condensation"):
         WholeBodyController(load_robot("jethexa_soft"), {"soft": {"condensation": "lumped"}})
+    with pytest.raises(InputError, match="soft.horizon"):
+        WholeBodyController(load_robot("jethexa_soft"), {"soft": {"horizon": -0.005}})
