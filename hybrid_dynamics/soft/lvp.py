@@ -118,6 +118,9 @@ class LVPBody(Body):
         return sum(wk / self.density * density(ca.DM(xk), q) for xk, wk in zip(self.points, self.weights))
 
     def elastic_force(self, q, v):
+        """dW/dq + eta K(q) qdot, K the Hessian of W: its product with qdot by one forward
+        sweep (jtimes), not the n x n Hessian times qdot (a third of the instructions of the
+        helicoid's elastic force)."""
         E = self.elastic_energy(q)
         grad = ca.gradient(E, q)
-        return grad + self.eta * ca.jacobian(grad, q) @ v
+        return grad + self.eta * ca.jtimes(grad, q, v)

@@ -56,7 +56,7 @@ class SoftTree:
         self._loads = ca.Function("loads", [q, v, a, a0], [self._body_loads])
         h, M = self._recursion(q, v, ca.MX.zeros(nv), a0, with_mass=True)
         self._mid = ca.Function("mid", [q, v, a0], [M, h]).expand()
-        self._s = ca.Function("s", [q, v], [self._elastic(q, v)])
+        self._s = ca.Function("s", [q, v], [self._elastic(q, v)]).expand()
         poses = self.symbolic_poses(q)
         self._fk = ca.Function("fk", [q], [ca.horzcat(*[ca.horzcat(R, p) for R, p in poses])])
         V = 0
