@@ -154,7 +154,7 @@ def test_rviz_config_shows_model_markers_odometry():
     assert cfg["Visualization Manager"]["Global Options"]["Fixed Frame"] == "odom"
 
 
-@pytest.mark.parametrize("robot", ["jethexa", "solo12", "talos", "hybrid_biped"])
+@pytest.mark.parametrize("robot", ["jethexa", "jethexa_soft", "solo12", "talos", "hybrid_biped"])
 def test_robot_params_declare_known_names_only(robot):
     """Every key of config/<robot>.yaml is a declared parameter of its node."""
     from hybrid_dynamics.ros import params as P
