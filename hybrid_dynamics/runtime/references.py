@@ -50,13 +50,16 @@ class GaitCore:
         self.reference = None
         self.stance = {f: True for f in self.frames}
 
-    def _measured_com(self, q: np.ndarray) -> np.ndarray:
+    def _measured_com(self, q: np.ndarray, v: np.ndarray):
         """The CoM of what is left at the estimate ``q`` (healthy-size): the planner aborts a
         static gait's swing under which it sinks. (The feet come with the estimate: the base
         estimator's kinematics at the same ``q``, ``BaseState.feet``.)"""
         if self.mmap is None:
-            return pin.centerOfMass(self.robot.model, self._data, q)
-        return pin.centerOfMass(self.mmap.model, self._mdata, self.mmap.expand_q(self.mmap.reduce_q(q)))
+            com = pin.centerOfMass(self.robot.model, self._data, q, v)
+            return com, self._data.vcom[0].copy()
+        com = pin.centerOfMass(self.mmap.model, self._mdata, self.mmap.expand_q(self.mmap.reduce_q(q)),
+                               self.mmap.expand_v(self.mmap.reduce_v(v)))
+        return com, self._mdata.vcom[0].copy()
 
     def set_command(self, vx: float, vy: float, wz: float) -> None:
         vals = (float(vx), float(vy), float(wz))
@@ -86,7 +89,8 @@ class GaitCore:
         q = estimate.q
         if not self.started:
             self.start(t, q)
-        ref = self.planner.update(t, estimate.feet, self._measured_com(q))
+        com, vcom = self._measured_com(q, estimate.v)
+        ref = self.planner.update(t, estimate.feet, com, vcom)
         self.reference = ref
         self.stance = {f: ref.feet[f].stance if f in ref.feet else False for f in self.frames}
         return to_references(ref), self.stance

@@ -278,3 +278,43 @@ def test_two_feet_left_sit_down_at_once(robot):
     ref = planner.update(late, com_measured=com)
     assert ref.gait == "sit" and ref.com_position[2] == pytest.approx(planner.ground)
     assert np.allclose(ref.base_linear_velocity, 0.0)
+
+
+@pytest.mark.parametrize("drop, sink, cp_outside, sits", [
+    (2.0, 3.0, 0.01, True),      # low, sinking, capture point 1 cm outside the feet down: falling
+    (2.0, 3.0, -0.01, False),    # the same with the capture point 1 cm inside (the CoM as close to the edge)
+    (2.0, 3.0, None, False),     # a dip straight down (no horizontal velocity): the legs catch it
+    (2.0, 0.5, 0.01, False),     # low and outside but hardly sinking
+    (0.5, 3.0, 0.01, False),     # sinking and outside but still near its reference height
+])
+def test_a_falling_body_sits_down_a_dipping_one_does_not(robot, drop, sink, cp_outside, sits):
+    """Legs 1 and 2 lost while {1, 4, 5} swing; the feet down or landing are 3 and 6 (stance)
+    and 4 and 5 (their landing targets). The measured CoM ``drop`` x ``fall_drop`` below its
+    reference, sinking at ``sink`` x ``fall_sink``, moving horizontally towards the nearest
+    edge of those feet's polygon (scipy's Qhull) so that its capture point
+    x + v sqrt(h / g) lies ``cp_outside`` beyond it: only low, sinking and outside sits down
+    (gait 'sit', orientation free, the descent from the measured height, not lifted first)."""
+    planner, _, _ = lose_front_pair_mid_swing(robot)
+    cfg = planner.config
+    t = 0.3
+    for t in np.arange(0.305, 0.33, 0.005):
+        ref = planner.update(t)
+    feet = [planner.feet_pos["leg3_foot"], planner.feet_pos["leg6_foot"]] + \
+        [planner.landing[f][1] for f in ("leg4_foot", "leg5_foot")]
+    hull = ConvexHull(np.array([p[:2] for p in feet]))
+    com = ref.com_position - [0.0, 0.0, drop * cfg.fall_drop]
+    inside = -(hull.equations[:, :2] @ com[:2] + hull.equations[:, 2])
+    assert inside.min() > 0.02                                   # the CoM itself is inside
+    edge = int(np.argmin(inside))
+    omega = np.sqrt(9.81 / (com[2] - planner.ground))
+    v = np.array([0.0, 0.0, -sink * cfg.fall_sink])
+    if cp_outside is not None:
+        v[:2] = hull.equations[edge, :2] * (inside[edge] + cp_outside) * omega
+    t += 0.005
+    ref = planner.update(t, com_measured=com, com_velocity=v)
+    assert (ref.gait == "sit") == sits, (ref.gait, v)
+    if sits:
+        assert ref.base_orientation is None and ref.com_position[2] <= com[2] + 1e-12
+        assert all(x.stance for f, x in ref.feet.items() if f not in planner.landing)
+    else:
+        assert ref.gait == "wave" and ref.base_orientation is not None

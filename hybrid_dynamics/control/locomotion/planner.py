@@ -28,7 +28,10 @@ fewer than 3: sit down.
 **Sitting down** (what cannot be held): with fewer than three feet left (no standing posture
 exists, ``control/static_feasibility.py``), every foot lands and stays down and the CoM height
 reference descends at ``sit_speed`` to the ground, the body free to tilt
-(:meth:`LocomotionPlanner._sit_down`). A body that sat down stays down.
+(:meth:`LocomotionPlanner._sit_down`). The same when the body is falling: the measured CoM
+``fall_drop`` below its reference, sinking faster than ``fall_sink`` and its capture point
+outside the polygon of the feet that are down or landing (:meth:`LocomotionPlanner._falling`).
+A body that sat down stays down.
 """
 from __future__ import annotations
 
@@ -62,6 +65,8 @@ class LocomotionConfig:
     search_depth: float = 0.03          # m below the ground the search goes before the foot is taken as down anyway
     abort_drop: float = 0.01            # m the measured CoM may sink below its reference while a static gait swings a foot; then the foot lands and the robot stands
     sit_speed: float = 0.1              # m/s, how fast the CoM reference descends when the body sits down (half the 0.2 m/s touch-down bound)
+    fall_drop: float = 0.01             # m below its reference height and ...
+    fall_sink: float = 0.1              # m/s sinking, with its capture point outside the feet down: the body is falling and sits down
     max_speed: float = 0.15             # m/s, |cmd_vel| is clipped to this
     max_stride: float = 0.075           # m a stance foot may sweep under the body: caps the speed per gait
     max_yaw_rate: float = 0.5           # rad/s
@@ -104,6 +109,9 @@ class LocomotionReference:
     @property
     def stance(self) -> Dict[str, bool]:
         return {frame: ref.stance for frame, ref in self.feet.items()}
+
+
+GRAVITY = 9.81      # m/s^2
 
 
 def _margin(point, points) -> float:
@@ -176,6 +184,8 @@ class LocomotionPlanner:
         self.plans: List[ComPath] = []          # every CoM path planned (tests and plots read them)
         self.last_com_v = np.zeros(2)
         self.sitting: Optional[list] = None     # [t, CoM height, CoM xy] once the body sits down
+        self.com_velocity: Optional[np.ndarray] = None   # of the estimate, world frame (update)
+        self.com_measured: Optional[np.ndarray] = None
         self.set_morphology(self.morphology_map, t, settle=0.0, phase_origin=0.0)
 
     def walking_legs(self, mmap=None) -> List[str]:
@@ -273,7 +283,8 @@ class LocomotionPlanner:
 
     def _sit_down(self, t: float) -> None:
         """Land the body from ``t``: every foot lands and stays down (gait ``sit``) and the CoM
-        height reference descends at ``sit_speed`` from its reference height to the ground, its
+        height reference descends at ``sit_speed`` from its reference height (or the measured
+        one, if lower: a falling body is not lifted first) to the ground, its
         horizontal reference following the measured CoM with zero velocity, and no orientation
         target (:meth:`_sit_reference`): the legs
         brake the descent instead of holding a posture that cannot be held. Held level, two
@@ -287,7 +298,10 @@ class LocomotionPlanner:
         self._slot_seen = None
         if self.sitting is None:
             xy = self._com_xy(self.N[:2] + self.offset, self.N[2])
-            self.sitting = [t, self.height + self.com_dz, xy]
+            z0 = self.height + self.com_dz
+            if self.com_measured is not None:
+                z0 = min(z0, float(self.com_measured[2]))
+            self.sitting = [t, z0, xy]
 
     def _stand_still(self, t: float) -> None:
         """Give up walking from ``t``: every walking foot stays (or lands) where it is and
@@ -473,16 +487,22 @@ class LocomotionPlanner:
         self.cmd = np.array([v[0], v[1], float(np.clip(wz, -cfg.max_yaw_rate, cfg.max_yaw_rate))])
 
     def update(self, t: float, feet_measured: Optional[Mapping[str, np.ndarray]] = None,
-               com_measured: Optional[np.ndarray] = None) -> LocomotionReference:
+               com_measured: Optional[np.ndarray] = None,
+               com_velocity: Optional[np.ndarray] = None) -> LocomotionReference:
         """The references at ``t``: the body (ramped command, static-gait body offset or
         planned CoM path), then every surviving foot (held, landing, stance or swing).
         ``feet_measured`` (world positions of the contact frames, from the estimate) confirm
         the touch-down of landing feet; without them a landing ends on time. ``com_measured``
         (world CoM of the estimate) lets a static gait abort a swing under which the body
-        sinks (:meth:`_swing_aborted`) and a body sitting down follow it horizontally."""
+        sinks (:meth:`_swing_aborted`) and a body sitting down follow it horizontally; with
+        ``com_velocity`` (world, of the estimate) a falling body sits down (:meth:`_falling`)."""
         if self.t is None:
             raise RuntimeError("LocomotionPlanner.reset(t, q) must be called first")
         t = float(t)
+        self.com_measured = None if com_measured is None else np.asarray(com_measured, float).copy()
+        self.com_velocity = None if com_velocity is None else np.asarray(com_velocity, float).copy()
+        if self.sitting is None and self._falling(t):
+            self._sit_down(t)
         if com_measured is not None:
             self._swing_aborted(t, com_measured)
             if self.sitting is not None:
@@ -519,6 +539,30 @@ class LocomotionPlanner:
         self._land_swinging(t)
         self._stand_still(t)
         return True
+
+    def _falling(self, t: float) -> bool:
+        """The measured CoM more than ``fall_drop`` below its reference height, sinking faster
+        than ``fall_sink``, and its capture point outside the polygon of the walking feet that
+        are down or landing (a landing foot at its target): no force of those feet can stop
+        the CoM over them, and the body is coming down (after a pair of legs lost while the
+        other tripod swung, campaign). The capture point of the linear inverted pendulum at
+        the CoM's height ``h`` above the ground: ``x_cp = x + v / omega``, ``omega = sqrt(g / h)``.
+        A body that dips with its capture point inside (a leg lost, the others catch it) is
+        not falling."""
+        com, v = self.com_measured, self.com_velocity
+        if com is None or v is None:
+            return False
+        if float(com[2]) > self.height + self.com_dz - self.config.fall_drop or float(v[2]) > -self.config.fall_sink:
+            return False
+        support = []
+        for leg in self.walking:
+            frame = self.frame_of[leg]
+            if frame in self.landing:
+                support.append(self.landing[frame][1][:2])
+            elif self.scheduler.phase(t, leg).stance:
+                support.append(self.feet_pos[frame][:2])
+        omega = np.sqrt(GRAVITY / max(float(com[2]) - self.ground, 1e-3))
+        return _margin(com[:2] + v[:2] / omega, support) < 0.0
 
     def _advance(self, t: float):
         """Ramp the velocity command and integrate the nominal body pose ``N`` to ``t``;
