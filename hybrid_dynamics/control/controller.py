@@ -37,6 +37,7 @@ import pinocchio as pin
 
 from ..dynamics.closed_chain import LoopClosureKinematics
 from ..soft.leaves import SoftLeaves
+from . import kernels
 from .config import controller_config
 from .formulation import Formulation
 from .references import References, Target
@@ -164,7 +165,7 @@ class WholeBodyController:
         q = np.asarray(q, dtype=float)
         v = np.asarray(v, dtype=float)
         self.stats["cycles"] += 1
-        if not (np.isfinite(q).all() and np.isfinite(v).all()):
+        if not (kernels.finite(q) and kernels.finite(v)):
             return self._fallback(q, v, t0, 0.0, "non-finite state", infeasible=False)
         st = f.stance_tuple(stance)
         try:
@@ -194,7 +195,7 @@ class WholeBodyController:
         if not res.ok:
             return self._fallback(q, v, t0, solve_time, res.status, infeasible=infeasible)
         dv, forces, tau = f.decode(lay, x, res.exact)
-        if not (np.isfinite(tau).all() and np.isfinite(dv).all()):
+        if not (kernels.finite(tau) and kernels.finite(dv)):
             return self._fallback(q, v, t0, solve_time, "non-finite solution", infeasible=infeasible)
         point_forces, contact_forces = self._forces(lay, forces)
         self._last = (dv, point_forces)
@@ -207,7 +208,7 @@ class WholeBodyController:
 
     def _solve(self, problem) -> SolveResult:
         """The backend's solve; crossed bounds or a backend error are a failed solve."""
-        if (problem.l > problem.u).any():
+        if kernels.crossed(problem.l, problem.u):
             return SolveResult(np.zeros(problem.nx), False, "crossed bounds", 0, True)
         try:
             return self.solver.solve(problem)

@@ -200,3 +200,28 @@ def point_jacobians(Jp, J, R, points):
             Jp[3 * p, c] = J[0, c] - (r1 * J[5, c] - r2 * J[4, c])
             Jp[3 * p + 1, c] = J[1, c] - (r2 * J[3, c] - r0 * J[5, c])
             Jp[3 * p + 2, c] = J[2, c] - (r0 * J[4, c] - r1 * J[3, c])
+
+
+@njit(void(F1, I1, F1, F1, F1, f8, f8), cache=True)
+def posture_gradient(g, cols, q_ref, q, v, wkp, wkd):
+    """Posture task's gradient (tasks/posture.py): ``g[cols] -= w kp (q_ref - q) - w kd v``."""
+    for k in range(len(cols)):
+        g[cols[k]] -= wkp * (q_ref[k] - q[k]) - wkd * v[k]
+
+
+@njit(boolean(F1), cache=True)
+def finite(x):
+    """Whether every entry of ``x`` is finite (the controller's input and output checks)."""
+    for i in range(len(x)):
+        if not np.isfinite(x[i]):
+            return False
+    return True
+
+
+@njit(boolean(F1, F1), cache=True)
+def crossed(lo, hi):
+    """Whether any lower bound is above its upper bound."""
+    for i in range(len(lo)):
+        if lo[i] > hi[i]:
+            return True
+    return False

@@ -161,3 +161,28 @@ def test_point_jacobians(rng):
     kernels.point_jacobians(Jp, J, R, points)
     r = points @ R.T
     close(Jp, (J[:3] - skew_b(r) @ J[3:]).reshape(-1, n))
+
+
+def test_posture_gradient(rng):
+    k, nx = 18, 40
+    cols = np.arange(6, 6 + k).astype(np.intp)
+    q_ref, q, v = rng.standard_normal((3, k))
+    wkp, wkd = 25.0, 10.0
+    g0 = rng.standard_normal(nx)
+    g = g0.copy()
+    kernels.posture_gradient(g, cols, q_ref, q, v, wkp, wkd)
+    g0[cols] -= wkp * (q_ref - q) - wkd * v
+    close(g, g0)
+
+
+def test_finite_and_crossed(rng):
+    x = rng.standard_normal(30)
+    assert kernels.finite(x) and kernels.finite(x[::2])
+    for bad in (np.nan, np.inf, -np.inf):
+        y = x.copy()
+        y[17] = bad
+        assert not kernels.finite(y)
+    lo, hi = x - 1.0, x + 1.0
+    assert not kernels.crossed(lo, hi)
+    hi[5] = lo[5] - 1e-12
+    assert kernels.crossed(lo, hi)

@@ -54,10 +54,10 @@ class ForceRegularizationTask(Task):
         idx = layout.f_stance_diag
         H[idx, idx] += self._diag(layout)
 
-    def _f_ref(self, layout, refs, share):
+    def _f_ref(self, layout, forces, share):
         f_ref = np.zeros(layout.nf_stance)
         f_ref[2::3] = share
-        for frame, force in refs.forces.items():
+        for frame, force in forces.items():
             sl = layout.stance_force_slice.get(frame)
             if sl is not None:
                 f_ref[sl] = np.tile(np.asarray(force, float), (sl.stop - sl.start) // 3)
@@ -71,7 +71,7 @@ class ForceRegularizationTask(Task):
             layout.g_force_rows(g)[:, 2] -= (self.weight * self.W2[2]) * share
             return
         wW = self.weight * np.tile(self.W2, layout.nf_stance // 3)
-        g[layout.f_stance] -= wW * self._f_ref(layout, refs, share)
+        g[layout.f_stance] -= wW * self._f_ref(layout, refs.forces, share)
 
     def add(self, H, g, state, layout, refs) -> None:
         if self.constant_hessian:
@@ -80,17 +80,18 @@ class ForceRegularizationTask(Task):
             return
         w = self.weight
         share = layout.mass * 9.81 / (layout.nf_stance // 3)
-        diag, wW, soles = self._surface_terms(layout)
+        diag, wW, soles, g_share = self._surface_terms(layout, share)
         H[layout.f_stance_diag, layout.f_stance_diag] += diag
-        g[layout.f_stance] -= wW * self._f_ref(layout, refs, share)
+        g[layout.f_stance] -= g_share if not refs.forces else wW * self._f_ref(layout, refs.forces, share)
         for start, c, GWG, Gb in soles:
             # A = W6 G blkdiag(R^T, ..., R^T): A^T A = Rb (G^T W6^2 G) Rb^T, 3 x 3 blocks R K_ab R^T
             kernels.sole_wrench(H, g, start, state.data.oMf[c.frame_id].rotation, GWG, Gb,
                                 c.n_points * share)
 
-    def _surface_terms(self, layout):
+    def _surface_terms(self, layout, share):
         """Per layout: the diagonal and the point weights with every sole's entries left to the
-        wrench form (``eps`` and 0), and per stance sole its columns with ``w G^T W6^2 G`` as
+        wrench form (``eps`` and 0), the gradient of the points without a force reference
+        (weights times the weight share), and per stance sole its columns with ``w G^T W6^2 G`` as
         (k, k, 3, 3) blocks and ``w G^T W6^2 e_z`` as (k, 3) rows (sole frame)."""
         terms = self._surface.get(id(layout))
         if terms is not None:
@@ -111,7 +112,7 @@ class ForceRegularizationTask(Task):
             GWG = (w * WG.T @ WG).reshape(k, 3, k, 3).transpose(0, 2, 1, 3)
             Gb = (w * self.wrench_weights[2] * WG[2]).reshape(k, 3)
             soles.append((layout.force_slice(i).start, c, np.ascontiguousarray(GWG), Gb))
-        terms = self._surface[id(layout)] = (diag, wW, soles)
+        terms = self._surface[id(layout)] = (diag, wW, soles, wW * self._f_ref(layout, {}, share))
         return terms
 
     def _wrench_map(self, c) -> np.ndarray:

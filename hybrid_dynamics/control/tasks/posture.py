@@ -5,6 +5,7 @@ The reference is the robot's standing pose, with the joints named in
 """
 from __future__ import annotations
 
+from .. import kernels
 from .base import Task
 
 
@@ -23,4 +24,5 @@ class PostureTask(Task):
     def add_gradient(self, g, state, layout, refs) -> None:
         js = self.joints
         q_ref = js.q_ref if refs.posture is None else js.reference(refs.posture)
-        g[js.v_cols] -= (self.weight * self.kp) * (q_ref - state.q_joints) - (self.weight * self.kd) * state.v_joints
+        kernels.posture_gradient(g, js.v_cols, q_ref, state.q_joints, state.v_joints,
+                                 self.weight * self.kp, self.weight * self.kd)
