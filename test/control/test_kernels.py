@@ -186,3 +186,24 @@ def test_finite_and_crossed(rng):
     assert not kernels.crossed(lo, hi)
     hi[5] = lo[5] - 1e-12
     assert kernels.crossed(lo, hi)
+
+
+def test_kkt_equality_minimiser(rng):
+    from scipy.linalg import lapack
+    from hybrid_dynamics.control.solvers.kkt import equality_minimiser
+    nx, neq, nin = 30, 12, 20
+    B = rng.standard_normal((nx, nx))
+    H, g = B @ B.T + np.eye(nx), rng.standard_normal(nx)
+    A, b, C = rng.standard_normal((neq, nx)), rng.standard_normal(neq), rng.standard_normal((nin, nx))
+    K = np.block([[H, A.T], [A, np.zeros((neq, neq))]])   # the numpy path: LAPACK dgesv
+    x_ref = lapack.dgesv(K, np.concatenate([-g, b]))[2][:nx]
+    cx = C @ x_ref
+    x, feasible = equality_minimiser(H, g, A, b, C, cx - 1.0, cx + 1.0, 1e-9)
+    close(x, x_ref)
+    assert feasible
+    u = cx + 1.0
+    u[3] = cx[3] - 1e-6                                     # one row violated
+    assert not equality_minimiser(H, g, A, b, C, cx - 1.0, u, 1e-9)[1]
+    with pytest.raises(np.linalg.LinAlgError):              # an empty equality row: singular
+        A[1] = 0.0
+        equality_minimiser(H, g, A, b, C, cx - 1.0, cx + 1.0, 1e-9)

@@ -16,7 +16,7 @@ Two exact steps, cheapest first. (1) The equality-constrained minimiser is the o
 whenever it satisfies every inequality: the common case while the robot stands well inside its
 cones and limits, and where Goldfarb-Idnani (TSID's eiquadprog) starts too. After a cycle that
 ended there it is tried first, by one LAPACK solve of the KKT system
-``[H A^T; A 0] [x; lam] = [-g; b]``; otherwise it is tried after the elimination (a Cholesky
+``[H A^T; A 0] [x; lam] = [-g; b]`` (:mod:`.kkt`, one compiled call); otherwise it is tried after the elimination (a Cholesky
 of the reduced Hessian), with a back-off: after k misses in a row it waits 2^k cycles (at most
 32) before trying again, so that a walk, whose optimum always has active inequalities, pays
 for it on a few percent of its cycles. (2) Otherwise the subclass's solver on the reduced
@@ -43,6 +43,7 @@ import numpy as np
 from scipy.linalg import lapack
 
 from .base import QPSolver, SolveResult
+from .kkt import equality_minimiser
 
 SHORTCUT = "solved (equality-constrained)"
 
@@ -50,11 +51,8 @@ SHORTCUT = "solved (equality-constrained)"
 class _Reduction:
     """Buffers and per-structure state of the shortcut and the elimination (module docstring)."""
 
-    def __init__(self, nx: int, neq: int, lazy):
+    def __init__(self, nx: int, lazy):
         self.P = np.zeros((nx, nx), order="F")
-        self.K = np.zeros((nx + neq, nx + neq), order="F")    # symmetric: C or F order alike
-        self.r = np.zeros(nx + neq)
-        self.nx = nx
         self.last_shortcut = True        # the previous cycle ended at the KKT minimiser
         self.wait = 0                    # cycles before the next reduced shortcut test
         self.backoff = 1
@@ -106,22 +104,16 @@ class NullSpaceSolver(QPSolver):
             return self._inner(p.key, p.H, p.g, p.C, p.l, p.u, p.x)
         red = self.reductions.get(p.key)
         if red is None:
-            red = self.reductions[p.key] = _Reduction(p.nx, neq, getattr(p, "lazy_rows", None))
+            red = self.reductions[p.key] = _Reduction(p.nx, getattr(p, "lazy_rows", None))
         # (1) equality-constrained minimiser by the KKT system, after a cycle that ended there
-        nx, K, r = p.nx, red.K, red.r
         if red.last_shortcut:
-            K[:nx, :nx] = p.H
-            K[:nx, nx:] = p.A.T
-            K[nx:, :nx] = p.A
-            np.negative(p.g, out=r[:nx])
-            r[nx:] = p.b
-            _, _, sol, info = lapack.dgesv(K, r)
-            if info == 0:
-                x = sol[:nx]
-                cx = p.C @ x
-                if (cx >= p.l - 1e-9).all() and (cx <= p.u + 1e-9).all():
-                    self.shortcuts += 1
-                    return SolveResult(x, True, SHORTCUT, 0, False, True)
+            try:
+                x, feasible = equality_minimiser(p.H, p.g, p.A, p.b, p.C, p.l, p.u, 1e-9)
+            except np.linalg.LinAlgError:          # singular KKT matrix: eliminate instead
+                feasible = False
+            if feasible:
+                self.shortcuts += 1
+                return SolveResult(x, True, SHORTCUT, 0, False, True)
             red.missed()
         qr, tau, _, info = lapack.dgeqrf(p.A.T)
         diag = np.abs(np.diagonal(qr)[:neq])
