@@ -207,3 +207,16 @@ def test_kkt_equality_minimiser(rng):
     with pytest.raises(np.linalg.LinAlgError):              # an empty equality row: singular
         A[1] = 0.0
         equality_minimiser(H, g, A, b, C, cx - 1.0, cx + 1.0, 1e-9)
+
+
+def test_rows_check(rng):
+    from hybrid_dynamics.control.solvers.kkt import rows_check
+    C, x = rng.standard_normal((20, 12)), rng.standard_normal(12)
+    cx = C @ x
+    lo, hi = cx - rng.uniform(0.1, 1, 20), cx + rng.uniform(0.1, 1, 20)
+    assert rows_check(C, x, lo, hi, 1e-9, False) and not rows_check(C, x, lo, hi, 1e-7, True)
+    hi[7] = cx[7] + 1e-8                                   # at its bound: active, still within
+    assert rows_check(C, x, lo, hi, 1e-9, False) and rows_check(C, x, lo, hi, 1e-7, True)
+    lo[3] = cx[3] + 1e-6                                   # violated
+    assert not rows_check(C, x, lo, hi, 1e-9, False)
+    assert rows_check(C[::2], x, lo[::2], hi[::2], 1e-9, False)   # strided rows (views), row 3 left out

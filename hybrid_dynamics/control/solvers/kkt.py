@@ -1,11 +1,12 @@
-"""The equality-constrained minimiser of the dense backends' shortcut, in one compiled call
-(numba, compiled at import and cached on disk): the KKT system
+"""The dense backends' small steps, each one compiled call (numba, compiled at import and cached
+on disk). The equality-constrained minimiser of the shortcut: the KKT system
 
     [H A^T; A 0] [x; lam] = [-g; b]
 
 assembled and solved by LAPACK's LU (``dgesv``, as numpy's ``solve``), and whether ``x``
-satisfies ``l - tol <= C x <= u + tol``. At the sizes of the whole-body QP the seven numpy
-and LAPACK calls this replaces cost more in dispatch than the solve itself.
+satisfies ``l - tol <= C x <= u + tol``; and the checks of a solution against rows (the lazy
+rows, the shortcut in reduced coordinates). At the sizes of the whole-body QP the numpy and
+LAPACK calls these replace cost more in dispatch than their arithmetic.
 """
 from __future__ import annotations
 
@@ -13,6 +14,21 @@ import numpy as np
 from numba import boolean, float64, njit, types
 
 F1, F2 = float64[:], float64[:, :]
+
+
+@njit(boolean(F2, F1, F1, F1, float64, boolean), cache=True)
+def rows_check(C, x, lo, hi, tol, active):
+    """``active`` False: whether ``lo - tol <= C x <= hi + tol`` holds on every row; True:
+    whether any row of ``C x`` is within ``tol`` of one of its bounds (an active row)."""
+    for i in range(C.shape[0]):
+        s = 0.0
+        for j in range(C.shape[1]):
+            s += C[i, j] * x[j]
+        if active and (s <= lo[i] + tol or s >= hi[i] - tol):
+            return True
+        if not active and (s < lo[i] - tol or s > hi[i] + tol):
+            return False
+    return not active
 
 
 @njit(types.Tuple((F1, boolean))(F2, F1, F2, F1, F2, F1, F1, float64), cache=True)
@@ -28,10 +44,4 @@ def equality_minimiser(H, g, A, b, C, l, u, tol):
     r[:nx] = -g
     r[nx:] = b
     x = np.linalg.solve(K, r)[:nx].copy()
-    for i in range(C.shape[0]):
-        s = 0.0
-        for j in range(nx):
-            s += C[i, j] * x[j]
-        if s < l[i] - tol or s > u[i] + tol:
-            return x, False
-    return x, True
+    return x, rows_check(C, x, l, u, tol, False)

@@ -43,7 +43,7 @@ import numpy as np
 from scipy.linalg import lapack
 
 from .base import QPSolver, SolveResult
-from .kkt import equality_minimiser
+from .kkt import equality_minimiser, rows_check
 
 SHORTCUT = "solved (equality-constrained)"
 
@@ -140,8 +140,7 @@ class NullSpaceSolver(QPSolver):
             if info3 == 0:
                 y, _ = lapack.dpotrs(L, -gy)
                 x = x0 + Q2 @ y
-                cx = p.C @ x
-                if (cx >= p.l - 1e-9).all() and (cx <= p.u + 1e-9).all():
+                if rows_check(p.C, x, p.l, p.u, 1e-9, False):
                     self.shortcuts += 1
                     red.hit()
                     return SolveResult(x, True, SHORTCUT, 0, False, True)
@@ -155,8 +154,7 @@ class NullSpaceSolver(QPSolver):
             if res.ok:
                 x = x0 + Q2 @ res.x
                 lz = red.lazy
-                cl = p.C[lz] @ x
-                if (cl >= p.l[lz] - 1e-7).all() and (cl <= p.u[lz] + 1e-7).all():
+                if rows_check(p.C[lz], x, p.l[lz], p.u[lz], 1e-7, False):
                     return self._exact(res, x)
             red.lazy_needed = True
             Cy = p.C @ Q2
@@ -168,8 +166,8 @@ class NullSpaceSolver(QPSolver):
             return res
         x = x0 + Q2 @ res.x
         if red.lazy_needed:                # any lazy row still at a bound?
-            cl = Cy[red.lazy] @ res.x
-            red.lazy_needed = bool(((cl <= ly[red.lazy] + 1e-7) | (cl >= uy[red.lazy] - 1e-7)).any())
+            lz = red.lazy
+            red.lazy_needed = rows_check(Cy[lz], res.x, ly[lz], uy[lz], 1e-7, True)
         return self._exact(res, x)
 
     @staticmethod
