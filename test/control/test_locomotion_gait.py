@@ -208,20 +208,25 @@ def test_feet_in_the_air_at_a_loss_land_on_the_new_gaits_footholds(robot):
     assert inside(stance + landed) > inside(stance + list(old.values())) + 0.02
 
 
-def test_a_swing_under_which_the_body_sinks_is_aborted_and_the_robot_stands(robot):
-    """Wave gait on the four legs left: during a swing, a measured CoM less than
-    ``abort_drop`` below its reference changes nothing; more than that, the swinging foot
-    lands straight down where it is and every foot stays down from then on ('stand')."""
-    planner, _, _ = lose_front_pair_mid_swing(robot)
-    cfg = planner.config
-    t = 0.3
+def until_a_foot_swings(planner, t):
+    """Step the planner from ``t`` (5 ms steps) until a foot of the new gait is in the air:
+    the time, the reference and the swinging feet."""
     while True:
         t += 0.005
         ref = planner.update(t)
         swinging = [f for f, x in ref.feet.items() if not x.stance and f not in planner.landing
                     and x.position[2] > planner.ground + 0.01]
         if swinging and t > planner.scheduler.t0:
-            break
+            return t, ref, swinging
+
+
+def test_a_swing_under_which_the_body_sinks_is_aborted_and_the_robot_stands(robot):
+    """Wave gait on the four legs left: during a swing, a measured CoM less than
+    ``abort_drop`` below its reference changes nothing; more than that, the swinging foot
+    lands straight down where it is and every foot stays down from then on ('stand')."""
+    planner, _, _ = lose_front_pair_mid_swing(robot)
+    cfg = planner.config
+    t, ref, swinging = until_a_foot_swings(planner, 0.3)
     com_ref = ref.com_position.copy()
     t += 0.005
     ref = planner.update(t, com_measured=com_ref - [0.0, 0.0, 0.5 * cfg.abort_drop])
@@ -328,14 +333,7 @@ def test_a_swing_foot_sent_down_counts_before_the_body_is_taken_as_falling(robot
     (checked before the abort, the campaign sat down 5 pair runs that stand upright)."""
     planner, _, _ = lose_front_pair_mid_swing(robot)
     cfg = planner.config
-    t = 0.3
-    while True:
-        t += 0.005
-        ref = planner.update(t)
-        swinging = [f for f, x in ref.feet.items() if not x.stance and f not in planner.landing
-                    and x.position[2] > planner.ground + 0.01]
-        if swinging and t > planner.scheduler.t0:
-            break
+    t, ref, swinging = until_a_foot_swings(planner, 0.3)
     down = [x.position[:2] for f, x in ref.feet.items() if x.stance]
     foot = ref.feet[swinging[0]].position[:2]
     com = ref.com_position - [0.0, 0.0, 1.5 * max(cfg.abort_drop, cfg.fall_drop)]
