@@ -149,8 +149,8 @@ class BaseEstimator:
         time on a machine, 0.3 s after) now, on arguments of the types update() passes, so
         that no control cycle waits for it."""
         r = np.zeros((self.nc, 3))
-        kalman_step.step(np.zeros(self.nx), np.eye(self.nx), 1e-3, GRAVITY.copy(), r, r.copy(), np.zeros(3),
-                         np.eye(3) @ np.eye(3), self.contact_heights, self.active.copy(), self.active,
+        kalman_step.step(np.zeros(self.nx), np.eye(self.nx), 1e-3, GRAVITY.copy(), r, r.copy(), r.copy(),
+                         np.zeros(3), np.eye(3), self.contact_heights, self.active.copy(), self.active,
                          self._variances, self.config.use_foot_height, self.config.innovation_gate, True,
                          self.config.max_covariance)
 
@@ -211,7 +211,7 @@ class BaseEstimator:
         self.t = t
 
         # ---- predict and correct (estimation/kalman_step.py, compiled)
-        nis, code = kalman_step.step(self.x, self.P, dt, a_w, r, rd, w_b, R, self.contact_heights, contact,
+        nis, code = kalman_step.step(self.x, self.P, dt, a_w, r, rd, r_w, w_b, R, self.contact_heights, contact,
                                      self.active, self._variances, cfg.use_foot_height, cfg.innovation_gate,
                                      fresh, cfg.max_covariance)
         self.health.innovation = nis

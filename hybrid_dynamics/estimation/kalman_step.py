@@ -178,12 +178,12 @@ def _correct(x, P, z, r_diag, extra_nis, measured, gate, apply_always, max_covar
 
 
 @njit(cache=True)
-def step(x, P, dt, a_w, r, rd, w_b, R, heights, contact, active, variances, use_height, gate,
+def step(x, P, dt, a_w, r, rd, r_w, w_b, R, heights, contact, active, variances, use_height, gate,
          apply_always, max_covariance):
     """One predict-correct step of the base filter, in place on (x, P).
 
-    ``r``, ``rd`` (n, 3): feet positions and velocities from the legs in the base frame;
-    ``w_b`` the base angular rate, ``R`` the base orientation, ``heights`` each stance foot
+    ``r``, ``rd`` (n, 3): feet positions and velocities from the legs in the base frame,
+    ``r_w`` the positions turned into the world (rows R r_i); ``w_b`` the base angular rate, ``R`` the base orientation, ``heights`` each stance foot
     centre's height, ``contact`` / ``active`` (n) the feet on the ground / in the morphology,
     ``variances`` packed as this module's indices. Returns (normalised innovation squared
     per measured row, health code)."""
@@ -209,13 +209,12 @@ def step(x, P, dt, a_w, r, rd, w_b, R, heights, contact, active, variances, use_
     w_feet = np.empty(nc)
     w_sum = 0.0
     for i in range(nc):
-        c = np.empty(3)
-        c[0] = w_b[1] * r[i, 2] - w_b[2] * r[i, 1] + rd[i, 0]
-        c[1] = w_b[2] * r[i, 0] - w_b[0] * r[i, 2] + rd[i, 1]
-        c[2] = w_b[0] * r[i, 1] - w_b[1] * r[i, 0] + rd[i, 2]
+        c0 = w_b[1] * r[i, 2] - w_b[2] * r[i, 1] + rd[i, 0]        # w x r_i + rd_i
+        c1 = w_b[2] * r[i, 0] - w_b[0] * r[i, 2] + rd[i, 1]
+        c2 = w_b[0] * r[i, 1] - w_b[1] * r[i, 0] + rd[i, 2]
         for k in range(3):
-            z[3 * i + k] = R[k, 0] * r[i, 0] + R[k, 1] * r[i, 1] + R[k, 2] * r[i, 2]
-            v_feet[i, k] = -(R[k, 0] * c[0] + R[k, 1] * c[1] + R[k, 2] * c[2])
+            z[3 * i + k] = r_w[i, k]
+            v_feet[i, k] = -(R[k, 0] * c0 + R[k, 1] * c1 + R[k, 2] * c2)
             r_diag[3 * i + k] = variances[KINEMATICS] if active[i] else big
         w_feet[i] = 1.0 / (variances[VELOCITY] if contact[i] else big)
         w_sum += w_feet[i]
