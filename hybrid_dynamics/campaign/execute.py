@@ -117,7 +117,8 @@ def measure(sim: ScenarioRun, summary: dict, run: RunSpec) -> dict:
     pos = np.array(lg.pos)
     rpy = np.degrees(np.array(lg.rpy))
     td = None if sim.t_damage is None else sim.t_damage - lg.t[0]
-    verdict = classify(stopped, t, pos, rpy, td, sim.stand_height, run.speed, summary.get("speed_after_damage_mps"))
+    verdict = classify(stopped, t, rpy, td, summary.get("body_touch_speed_mps"), run.speed,
+                       summary.get("speed_after_damage_mps"))
     after = t >= (td if td is not None else 0.0)
     return {"outcome": verdict["outcome"], "stopped": stopped[:300],
             "speed_after_mps": summary.get("speed_after_damage_mps"),

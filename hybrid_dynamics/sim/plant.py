@@ -66,6 +66,13 @@ class ImuReading:
 
 
 @dataclass
+class BodyTouch:
+    """The first instant a geom of the robot other than a foot touched the floor."""
+    t: float                         # plant time (s)
+    vz: float                        # base's vertical velocity (world, m/s) at that step, before the contact acts
+
+
+@dataclass
 class GroundTruth:
     position: np.ndarray             # base origin in the world
     orientation: np.ndarray          # x y z w
@@ -128,6 +135,12 @@ class Plant:
         self._sensor = {name: (m.sensor_adr[i], m.sensor_dim[i]) for i in range(m.nsensor)
                         for name in [mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_SENSOR, i)]}
         self._floor = {g for g in range(m.ngeom) if m.geom_bodyid[g] == 0}
+        # every geom of the robot that is not a foot: its touching the floor is the body (or a
+        # leg's link) on the ground, which the outcome of a run is decided on
+        feet = self._foot_geoms()
+        self._body_geom = np.array([m.geom_bodyid[g] != 0 and g not in feet for g in range(m.ngeom)])
+        self._floor_geom = np.array([g in self._floor for g in range(m.ngeom)])
+        self.body_touch: Optional[BodyTouch] = None
         self._healthy_mass = self.model.body_mass.copy()
         self.removed_joints: set = set()
         self.locked_joints: Dict[str, float] = {}
@@ -146,6 +159,7 @@ class Plant:
     def reset(self, q: Optional[np.ndarray] = None, *, height_margin: float = 0.0005) -> None:
         """Put the robot at a Pinocchio configuration ``q`` (default: standing, feet on the floor)."""
         mujoco.mj_resetData(self.model, self.data)
+        self.body_touch = None
         q = self.robot.q_stand.copy() if q is None else np.asarray(q, float).copy()
         if q is self.robot.q_stand or np.allclose(q[:3], 0.0):
             q[2] = self.standing_height(q) + height_margin
@@ -214,7 +228,48 @@ class Plant:
         self.data.ctrl[self._act] = np.where(self._act_enabled, self._tau, 0.0)
 
     def step(self, n: int = 1) -> None:
-        mujoco.mj_step(self.model, self.data, nstep=n)
+        """``n`` timesteps; the first one after which a body geom touches the floor is kept
+        (:attr:`body_touch`), with the base's vertical speed before the contact acts."""
+        if self.body_touch is not None:
+            mujoco.mj_step(self.model, self.data, nstep=n)
+            return
+        for k in range(n):
+            # mj_step finds the contacts at the state it starts from, then integrates with
+            # their forces: the speed before a first contact acts is the one before the step
+            t, vz = self.time, float(self.data.qvel[self._free_vadr + 2])
+            mujoco.mj_step(self.model, self.data)
+            if self.body_on_floor():
+                self.body_touch = BodyTouch(t, vz)
+                if k + 1 < n:
+                    mujoco.mj_step(self.model, self.data, nstep=n - k - 1)
+                return
+
+    def body_on_floor(self) -> bool:
+        """Does any geom of the robot other than a foot touch the floor now?"""
+        d = self.data
+        if d.ncon == 0:
+            return False
+        pairs = d.contact.geom[:d.ncon]
+        touching = d.contact.dist[:d.ncon] <= 0.0
+        return bool(np.any(touching & ((self._body_geom[pairs[:, 0]] & self._floor_geom[pairs[:, 1]])
+                                       | (self._body_geom[pairs[:, 1]] & self._floor_geom[pairs[:, 0]]))))
+
+    def _foot_geoms(self) -> set:
+        """Geoms of the contacts: named as a contact frame, or on the body that carries it
+        (the first frame up Pinocchio's frame tree that is a body of the MJCF)."""
+        m, model = self.model, self.robot.model
+        feet = set()
+        for c in self.robot.contacts:
+            g = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_GEOM, c.frame)
+            if g >= 0:
+                feet.add(g)
+                continue
+            f = model.getFrameId(c.frame)
+            while f > 0 and mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, model.frames[f].name) < 0:
+                f = model.frames[f].parentFrame
+            body = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, model.frames[f].name)
+            feet.update(g for g in range(m.ngeom) if body > 0 and m.geom_bodyid[g] == body)
+        return feet
 
     def settle(self, q_ref: np.ndarray, seconds: float = 0.3, kp: float = 50.0, kd: float = 0.3) -> None:
         """PD of the actuated joints to their coordinates in ``q_ref`` (Pinocchio q) for

@@ -137,6 +137,7 @@ class ScenarioRun:
         self.true_morphology = None
         self.t_damage = None
         self.detection_t = None
+        self.body_touch = None
         try:
             reason, error = guarded(self._build_and_loop)
         finally:
@@ -217,6 +218,7 @@ class ScenarioRun:
             return None
 
         reason = self.loop.run(self.duration, before=damage, after=after) or "completed"
+        self.body_touch = plant.body_touch
         if rows["t"]:
             metrics, self.balance_series = closed_chain_figures(robot, rows["t"], rows["q"], rows["q_est"], rows["F"])
             self.extra_summary = metrics
@@ -311,6 +313,7 @@ def summarize(run, reason: str, wall: float) -> dict:
     dist_before = float(pos[i_d, 0] - pos[0, 0])
     dist_after = float(pos[-1, 0] - pos[i_d, 0]) if td is not None else 0.0
     fell = reason.startswith("fell")
+    touch = getattr(run, "body_touch", None)       # the graph runner's record has no MuJoCo contacts
     summary.update({
         "simulated_s": round(sim_time, 3),
         "distance_before_damage_m": round(dist_before, 4),
@@ -329,6 +332,8 @@ def summarize(run, reason: str, wall: float) -> dict:
         "fallbacks": int(np.sum(lg.fallback)),
         "infeasible": int(np.sum(lg.infeasible)),
         "damage_at_s": None if td is None else round(td, 4),
+        "body_touch_s": None if touch is None else round(touch.t - lg.t[0], 4),
+        "body_touch_speed_mps": None if touch is None else round(-touch.vz, 4),
         "detection_latency_s": None,
         "detections": [e for e in lg.events if e["kind"] == "detection"],
         "false_detections": 0,

@@ -9,6 +9,7 @@ from hybrid_dynamics.estimation.base_estimator import BaseEstimator, ImuSample
 from hybrid_dynamics.model.morphology import Morphology
 from hybrid_dynamics.model.robot import load_robot
 from hybrid_dynamics.sim.plant import ImuNoise, Plant
+from mujoco_geometry import body_box_bottom
 
 G = 9.81
 KP, KD = 50.0, 0.3
@@ -154,3 +155,42 @@ def test_estimated_standing_height_is_mujocos():
     truth = plant.q()[2]
     assert abs(state.q[2] - truth) < 1.5e-3, (state.q[2], truth)
     assert all(c.radius == 0.01 for c in robot.contacts)
+
+
+def test_body_touch_is_free_fall_speed_at_the_first_contact(robot):
+    """The body alone (every leg removed) dropped from 10 cm: its first contact with the
+    floor is kept with the base's speed before that contact acts, which is free fall's
+    (MuJoCo's semi-implicit Euler: g t exactly; sqrt(2 g h) within one step of g dt)."""
+    plant = Plant(robot)
+    for leg in robot.legs:
+        plant.remove_leg(leg.name)
+    q = robot.q_stand.copy()
+    q[2] = 0.10
+    plant.set_state(q, np.zeros(robot.nv))
+    while plant.body_touch is None and plant.time < 1.0:
+        plant.step(5)
+    touch = plant.body_touch
+    assert touch is not None and touch.t > 0.1
+    assert -touch.vz == pytest.approx(G * touch.t, rel=1e-9)
+    plant.set_state(q, np.zeros(robot.nv))          # back at the start: the box's bottom falls to 0
+    fall = body_box_bottom(plant)
+    assert abs(-touch.vz - np.sqrt(2 * G * fall)) < G * plant.timestep
+
+
+def test_a_body_propped_on_its_edge_touches_one_standing_does_not(robot):
+    """Standing on six feet nothing but the feet touches the floor. With the three legs of
+    one side removed the body tips onto its box's edge and rests there, propped on the other
+    side's feet, a few cm up (the base above a quarter of its standing height, the height
+    rule the outcome used to go by): the body touched the floor, and its box's lowest corner
+    (from MuJoCo's geom pose) is on the floor."""
+    plant = Plant(robot)
+    plant.settle(robot.q_stand, 1.0)
+    stand_height = plant.q()[2]
+    assert plant.body_touch is None and body_box_bottom(plant) > 0.05
+    for leg in ("leg1", "leg3", "leg5"):
+        plant.remove_leg(leg)
+    plant.settle(robot.q_stand, 1.5)
+    rpy = np.degrees(pin.rpy.matrixToRpy(pin.Quaternion(plant.q()[6], *plant.q()[3:6]).toRotationMatrix()))
+    assert plant.q()[2] > 0.25 * stand_height and 10.0 < abs(rpy[0]) < 30.0
+    assert abs(body_box_bottom(plant)) < 2e-3
+    assert plant.body_touch is not None and plant.body_on_floor()
