@@ -251,7 +251,8 @@ class Formulation:
             self.constraints.append(ActuationLimits(self.joints.tau_max))
         if lc["joints"]:
             self.constraints.append(JointLimits(self.joints, config["dt"], lc["position_horizon"],
-                                                lc["max_joint_acceleration"], lc["velocity_horizon"]))
+                                                lc["max_joint_acceleration"], lc["velocity_horizon"],
+                                                self._carriers()))
         self.slack_weight = float(lc["slack_weight"])
         self.frame_index = {c.frame: i for i, c in enumerate(self.contacts)}
         self.layouts: Dict[tuple, Layout] = {}
@@ -287,6 +288,14 @@ class Formulation:
                 min_normal_force=float(extra.get("min_normal_force", cc["min_normal_force"])),
                 max_normal_force=float(extra.get("max_normal_force", cc["max_normal_force"]))))
         return out
+
+    def _carriers(self) -> List[List[int]]:
+        """Per contact, the rows of :attr:`joints` on its path from the base (the joints that
+        move it: constraints/joint_limits.py frees those of legs in the air)."""
+        m = self.robot.model
+        index = {name: k for k, name in enumerate(self.joints.names)}
+        return [[index[m.names[j]] for j in m.supports[m.frames[c.frame_id].parentJoint] if m.names[j] in index]
+                for c in self.contacts]
 
     @staticmethod
     def _joints(robot, mmap, projection, config) -> JointSet:
