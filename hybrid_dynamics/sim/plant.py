@@ -138,7 +138,9 @@ class Plant:
         # every geom of the robot that is not a foot: its touching the floor is the body (or a
         # leg's link) on the ground, which the outcome of a run is decided on
         feet = self._foot_geoms()
-        self._body_geom = np.array([m.geom_bodyid[g] != 0 and g not in feet for g in range(m.ngeom)])
+        self._body_geom = np.array([m.geom_bodyid[g] != 0 and g not in feet
+                                    and bool(m.geom_contype[g] or m.geom_conaffinity[g]) for g in range(m.ngeom)])
+        self.body_can_touch = bool(self._body_geom.any())
         self._floor_geom = np.array([g in self._floor for g in range(m.ngeom)])
         self.body_touch: Optional[BodyTouch] = None
         self._healthy_mass = self.model.body_mass.copy()

@@ -54,7 +54,7 @@ class ScenarioRun:
                  wall_limit: Optional[float] = None, low_fraction: float = FALL_HEIGHT_FRACTION):
         # wall_limit: s of wall time before the run stops as timed out (campaigns);
         # low_fraction: the run stops when the base is lower than this fraction of its standing
-        # height (a campaign lowers it to see how the body lands)
+        # height and the body has touched the floor (a campaign lowers it to see how the body lands)
         self.wall_limit = wall_limit
         self.low_fraction = low_fraction
         self.sc = scenario
@@ -205,7 +205,9 @@ class ScenarioRun:
             lg = self.log
             if max(abs(np.degrees(lg.rpy[-1][0])), abs(np.degrees(lg.rpy[-1][1]))) > FALL_TILT_DEG:
                 return f"fell: tilt over {FALL_TILT_DEG:.0f} deg at t = {t - t_start:.2f} s"
-            if lg.pos[-1][2] < self.low_fraction * self.stand_height:
+            # low, and lying on the floor (stopped before, its landing would go unmeasured)
+            if lg.pos[-1][2] < self.low_fraction * self.stand_height and (
+                    plant.body_touch is not None or not plant.body_can_touch):
                 return f"fell: base height {lg.pos[-1][2]:.3f} m at t = {t - t_start:.2f} s"
             if self.wall_limit is not None and time.perf_counter() - progress["wall0"] > self.wall_limit:
                 return f"timeout: {self.wall_limit:.0f} s of wall time at t = {t - t_start:.2f} s"
