@@ -24,11 +24,12 @@ from hybrid_dynamics.ros import launch_graph
 def nodes(context):
     """The plant of ``launch_graph.simulator`` and, with ``rviz:=true``, rviz2."""
     arg = lambda name: LaunchConfiguration(name).perform(context)   # noqa: E731
+    share = get_package_share_directory(launch_graph.PACKAGE)
+    rate = launch_graph.control_rate(launch_graph.params_file(share, arg("robot"), arg("params_file")))
     graph = [launch_graph.simulator(arg("robot"), lockstep=arg("lockstep").lower() == "true",
-                                    damage=arg("damage"), damage_at=float(arg("damage_at")))]
+                                    damage=arg("damage"), damage_at=float(arg("damage_at")), rate=rate)]
     if arg("rviz").lower() == "true":
-        graph.append(launch_graph.rviz(get_package_share_directory(launch_graph.PACKAGE),
-                                       use_sim_time=arg("use_sim_time").lower() == "true"))
+        graph.append(launch_graph.rviz(share, use_sim_time=arg("use_sim_time").lower() == "true"))
     return [launch_graph.to_launch_ros(node, Node) for node in graph]
 
 

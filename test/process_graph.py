@@ -67,9 +67,11 @@ def sim_graph(prefix: Path, robot: str = "jethexa", gait: bool = True, lockstep:
     damage_at:=DAMAGE_AT`` minus robot_state_publisher (a C++ package, not installable here;
     nothing of ours consumes /tf from it)."""
     share = str(prefix / "share" / launch_graph.PACKAGE)
-    return launch_graph.bringup(robot, launch_graph.params_file(share, robot), use_sim_time=True, gait=gait,
-                                lockstep=lockstep, with_description=False) + \
-        [launch_graph.simulator(robot, lockstep, damage=damage, damage_at=damage_at)]
+    params = launch_graph.params_file(share, robot)
+    return launch_graph.bringup(robot, params, use_sim_time=True, gait=gait, lockstep=lockstep,
+                                with_description=False) + \
+        [launch_graph.simulator(robot, lockstep, damage=damage, damage_at=damage_at,
+                                rate=launch_graph.control_rate(params))]
 
 
 def default_sigint() -> None:

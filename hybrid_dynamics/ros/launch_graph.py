@@ -19,6 +19,7 @@ from typing import Dict, List, Tuple, Union
 import yaml
 
 from ..model.robot import load_robot
+from .params import WHOLE_BODY_CONTROLLER
 
 PACKAGE = "hybrid_dynamics"
 Parameters = Union[str, Dict[str, object]]        # a parameter file, or a mapping name -> value
@@ -70,12 +71,24 @@ def bringup(robot: str, parameter_file: str, use_sim_time: bool, gait: bool, loc
     return nodes
 
 
-def simulator(robot: str, lockstep: bool = False, damage: str = "", damage_at: float = 0.0) -> NodeLaunch:
+def control_rate(parameter_file: str) -> float:
+    """The whole-body controller's ``update_rate`` in ``parameter_file`` (Hz; the node's
+    default when the file leaves it out): the period a lock-step plant advances per command."""
+    with open(parameter_file) as f:
+        doc = yaml.safe_load(f) or {}
+    section = (doc.get("whole_body_controller") or {}).get("ros__parameters") or {}
+    return float(section.get("update_rate", WHOLE_BODY_CONTROLLER["update_rate"].default))
+
+
+def simulator(robot: str, lockstep: bool = False, damage: str = "", damage_at: float = 0.0,
+              rate: float = 500.0) -> NodeLaunch:
     """sim.launch.py's MuJoCo plant (publishes /clock): wall-clock paced at 1 kHz, or with
-    ``lockstep`` one control period (2 ms) per command it receives, as fast as the
-    controller computes (a loaded machine slows the run down, not the control). ``damage``
-    (the YAML of /sim/damage) happens to the plant at ``damage_at`` s of its clock, exactly."""
-    params = {"robot": robot, "settle": 0.3, **({"lockstep": True, "publish_rate": 500.0} if lockstep else {}),
+    ``lockstep`` one control period (1 / ``rate``: give the controller's ``update_rate``,
+    :func:`control_rate`; a plant faster than the controller waits ``lockstep_timeout`` for
+    every state the controller skips) per command it receives, as fast as the controller
+    computes (a loaded machine slows the run down, not the control). ``damage`` (the YAML of
+    /sim/damage) happens to the plant at ``damage_at`` s of its clock, exactly."""
+    params = {"robot": robot, "settle": 0.3, **({"lockstep": True, "publish_rate": float(rate)} if lockstep else {}),
               **({"damage": damage, "damage_at": float(damage_at)} if damage else {})}
     return NodeLaunch(PACKAGE, "mujoco_sim", "mujoco_sim", (params,))
 

@@ -86,6 +86,8 @@ class StateCore:
             return self._count(out)
         if self.deformation is not None:
             self.deformation.add(msg, now)     # absent from a message: the last value stays
+            if self.buffer.unknown:            # the pads' coordinates are ours, not unknown joints
+                self.buffer.unknown = tuple(n for n in self.buffer.unknown if n not in self.deformation.matcher.index)
         self.js_received = now
         self.accepted["joint_states"] += 1
         if self.first_js_stamp is None:

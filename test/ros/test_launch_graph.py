@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+from sensor_msgs.msg import JointState
 
 from hybrid_dynamics.control.locomotion import LocomotionPlanner
 from hybrid_dynamics.model.morphology import Morphology, MorphologyMap
@@ -41,16 +42,17 @@ def install(tmp_path_factory):
 
 
 def run_sim(install, scratch: Path, duration: float, speed: float = 0.0, damage_at: float = None,
-            declared: bool = False, lockstep: bool = LOCKSTEP, plant: dict = None):
-    """sim.launch.py rviz:=false lockstep:=LOCKSTEP (damage:=S1 damage_at:=DAMAGE_AT), every
-    node its own process (``plant``: more parameters of the plant); returns (watch, exit
-    codes, graph)."""
-    observer = Observer()
+            declared: bool = False, lockstep: bool = LOCKSTEP, plant: dict = None, robot: str = "jethexa",
+            observer: Observer = None):
+    """sim.launch.py robot:=ROBOT rviz:=false lockstep:=LOCKSTEP (damage:=S1
+    damage_at:=DAMAGE_AT), every node its own process (``plant``: more parameters of the
+    plant; ``observer``: one with probes of its own); returns (watch, exit codes, graph)."""
+    observer = observer or Observer()
     if declared:
         observer.declare(S1)
     damage = dict(damage=S1, damage_at=damage_at) if damage_at is not None else {}
     nodes = [replace(n, parameters=n.parameters + (plant,)) if plant and n.executable == "mujoco_sim" else n
-             for n in sim_graph(install, lockstep=lockstep, **damage)]
+             for n in sim_graph(install, robot=robot, lockstep=lockstep, **damage)]
     graph = ProcessGraph(nodes, install, scratch)
     observer.walk(speed)                                   # from the start, as the demo's driver
     try:
@@ -140,6 +142,57 @@ def test_sim_launch_real_time_keeps_control_on_a_loaded_machine(install, tmp_pat
     assert counts["safe_cycles"] == 0, counts
     check_healthy(watch, duration)
     check_walked(watch, 3.0, duration, SPEED)
+
+
+def soft_stands_then_walks(install, tmp_path, stand: float, duration: float):
+    """sim.launch.py robot:=jethexa_soft (config/jethexa_soft.yaml), every node its own
+    process, lock-step: the robot on six silicone pads stands (stepping in place) ``stand`` s, then walks the
+    tripod gait at /cmd_vel 0.1 m/s until ``duration``; the controller takes the pads'
+    coordinates from /joint_states and publishes them (``~/soft_deformation``), and the pads
+    carry load."""
+    observer = Observer()
+    pads = []
+    observer.node.create_subscription(JointState, "/whole_body_controller/soft_deformation",
+                                      lambda m: pads.append((observer.watch.clock, list(m.name), list(m.position))), 10)
+    graph = ProcessGraph(sim_graph(install, robot="jethexa_soft", lockstep=LOCKSTEP), install, tmp_path)
+    try:
+        observer.wait_until(START, 300.0, graph)
+        observer.wait_until(stand, WALL * stand, graph)
+        observer.walk(SPEED)
+        observer.wait_until(duration, WALL * duration, graph)
+    finally:
+        codes = graph.stop()
+        observer.close()
+    watch = observer.watch
+    assert_clean_exit(codes, graph)
+    standing = np.array([p for p in watch.positions if stand - 1.0 <= p[0] <= stand])       # settled
+    height = standing[:, 3].mean()
+    assert len(standing) > 10 and height > 0.05 and np.ptp(standing[:, 3]) < 0.015, standing[:, 3]  # steps in place
+    assert np.linalg.norm(standing[-1, 1:3] - standing[0, 1:3]) < 0.01              # stood still
+    moved = check_walked(watch, stand + 1.5, duration, SPEED)
+    walking = np.array([p for p in watch.positions if stand <= p[0] <= duration])
+    assert np.abs(walking[:, 3] - height).max() < 0.015, (height, walking[:, 3].min())   # no sagging
+    assert [m["description"] for m in watch.morphologies] == ["healthy"] and watch.detections() == []
+    counts = watch.controller_counts(0.5)
+    assert counts["cycles"] > 0 and counts["safe_cycles"] == 0, counts
+    names = pads[-1][1]
+    assert len(names) == 18 and all(n.startswith("leg") for n in names), names
+    q = np.array([p[2] for p in pads if p[0] >= 0.5])
+    assert np.all(np.isfinite(q))
+    assert np.abs(q[:, 2::3]).max() > 1e-4                # the pads' change of length: loaded, compressed
+    print(f"\njethexa_soft per process: stood at {height:.4f} m (spread {1e3 * np.ptp(standing[:, 3]):.1f} mm), walked "
+          f"{moved / (duration - stand - 1.5):.4f} m/s at {SPEED} m/s, max pad compression "
+          f"{1e3 * np.abs(q[:, 2::3]).max():.2f} mm, {counts['cycles']} controller cycles from 0.5 s")
+
+
+def test_sim_launch_jethexa_soft_stands_then_walks(install, tmp_path):
+    soft_stands_then_walks(install, tmp_path, 2.5, 6.0)
+
+
+@pytest.mark.long
+@pytest.mark.timeout(3600)
+def test_sim_launch_jethexa_soft_stands_then_walks_20_s(install, tmp_path):
+    soft_stands_then_walks(install, tmp_path, 3.0, 20.0)
 
 
 @pytest.mark.long

@@ -16,6 +16,8 @@ import pytest
 
 from bag_messages import topic_messages
 from hybrid_dynamics.model.robot import load_robot
+from hybrid_dynamics.runtime.inputs import joint_state_sample
+from hybrid_dynamics.runtime.state import StateCore
 from hybrid_dynamics.sim.plant import Plant
 from hybrid_dynamics.sim.runner import ScenarioRun
 from hybrid_dynamics.sim.scenario import load_scenario
@@ -124,3 +126,17 @@ def test_dynamic_condensation_walks_with_the_pads_force_predicted_one_period_ahe
     assert 0.07 < walked["speed_before_damage_mps"] < 0.13
     assert max(walked["max_abs_roll_deg"], walked["max_abs_pitch_deg"]) < 10.0
     assert pinned["fell"] or pinned["infeasible"] > 10
+
+
+def test_pad_coordinates_in_joint_states_are_not_reported_unknown():
+    """The plant's /joint_states carry the pads' coordinates beside the joints: the state
+    takes them (``q_soft``) and reports only names that are neither as unknown (the
+    process-per-node graph logged every pad coordinate as an unknown joint)."""
+    robot = load_robot("jethexa_soft")
+    core = StateCore(robot, {})
+    pads = coordinate_names(robot)
+    names = list(robot.joint_names) + pads + ["camera_tilt"]
+    q = np.concatenate([robot.q_stand[7:], 1e-3 * np.arange(1, len(pads) + 1), [0.2]])
+    assert core.add_joint_state(joint_state_sample(1.0, names, q, np.zeros(len(names))), 1.0) is None
+    assert core.buffer.unknown == ("camera_tilt",)
+    assert np.allclose(core.deformation.q, q[len(robot.joint_names):-1])
