@@ -40,7 +40,9 @@ from typing import List
 import numpy as np
 import pinocchio as pin
 
+from ..dynamics.closed_chain import LoopState
 from ..dynamics.decoupling import VelocityFormRows, velocity_form_coriolis, velocity_form_rows
+from ..model.loop_kinematics import placement_view
 from . import kernels
 
 LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
@@ -86,6 +88,9 @@ class ModelUpdate:
         self.data = self.model.createData()
         self.contacts = contacts
         self.projection = projection          # LoopClosureKinematics or None
+        # the loops' terms from this pass's placements, J and dJ (computeAllTerms fills them)
+        self._placements = placement_view(self.model, self.data) \
+            if projection is not None and projection.compiled and self.model.nv == projection.nv else None
         nv_full = self.model.nv
         self.v_index = (morphology_map.v_index if morphology_map is not None else np.arange(nv_full))
         self.sliced = len(self.v_index) != nv_full
@@ -135,7 +140,11 @@ class ModelUpdate:
         pin.computeAllTerms(model, data, q_full, v_full)
         if self.projection is not None:
             kin = self.projection
-            G, d = kin.projection(q_full, v_full)
+            state = None
+            if self._placements is not None:
+                e, JT, drift = kin.terms_from(data, self._placements, v_full)
+                state = LoopState(e, JT.T, drift)
+            G, d = kin.projection(q_full, v_full, state)
             M = data.M
             vm = [v_full[:self.nb], v_full[kin.ia]]
             if self.n_free:

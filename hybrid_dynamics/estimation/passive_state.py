@@ -167,9 +167,15 @@ class PassiveStateEstimator:
             th[:7] = q_base
         if not kin.L:                          # serial: nothing passive to complete
             return self._serial(th, q_a, v_a, v_base, t)
+        # one solve with J_lu factored (LU, or truncated SVD: least norm over free internal motions):
+        # J_m v_a, J_m (q_a - theta_a) = -J_lu^+ J_la [v_a, q_a - theta_a] and the closure
+        # correction J_lu^+ e_l (J_m itself is never formed)
+        W = np.empty((kin.n_act, 2))
+        np.negative(v_a, out=W[:, 0])
+        W[:, 1] = nd
         e, JT, _ = kin._evaluate(th)           # e_l, J_l^T at the prediction (one Pinocchio pass)
         residual = float(np.abs(e).max())
-        fac = kin.factor(JT)
+        fac, X = kin.factor_solve(JT, W, e[:, None])
         rcond = fac.rcond
         if rcond < self.rcond_min:
             return self._invalid(NEAR_SINGULAR, f"J_lu near singular (rcond {rcond:.2e}): "
@@ -182,19 +188,12 @@ class PassiveStateEstimator:
                 return self._cannot_close(q_a, info)
             self.theta = th = q
             nd = th[kin.qa] - q_a
+            W[:, 1] = nd
             e, JT, _ = kin._evaluate(th)
-            fac = kin.factor(JT)
+            fac, X = kin.factor_solve(JT, W, e[:, None])
             rcond = fac.rcond
             residual = info["residual"]
-        # one solve with J_lu factored (LU, or truncated SVD: least norm over free internal motions):
-        # J_m v_a, J_m (q_a - theta_a) = -J_lu^+ J_la [v_a, q_a - theta_a] and the closure
-        # correction J_lu^+ e_l (J_m itself is never formed)
-        R = np.empty((3, kin.m))
-        Jla_T = JT[kin.ia]
-        np.matmul(np.negative(v_a), Jla_T, out=R[0])
-        np.matmul(nd, Jla_T, out=R[1])
-        R[2] = e
-        X = fac.solve(R.T)                                   # (n_pas, 3): J_m v_a, J_m d_a, corr
+        # X (n_pas, 3): J_m v_a, J_m d_a, J_lu^+ e_l
         v = np.zeros(kin.nv)
         if v_base is not None:
             v[:kin.nb] = v_base

@@ -48,18 +48,16 @@ from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 import pinocchio as pin
-from scipy.linalg import lapack
 from scipy.optimize import least_squares
 
-_getrf, _getrs, _gecon, _lange = lapack.dgetrf, lapack.dgetrs, lapack.dgecon, lapack.dlange
-
 from ..errors import InputError
+from .loop_kernels import closure_terms, factor_and_solve, lu_factor, lu_solve
 
 
 _WA_OM = np.array([2, 0])
 
 
-def _placement_view(model: pin.Model, data: pin.Data) -> Optional[np.ndarray]:
+def placement_view(model: pin.Model, data: pin.Data) -> Optional[np.ndarray]:
     """Read-only (njoints x 12) view of ``data.oMi``, [R column-major | t] per joint, so that
     the placements are read without one Python call per joint. Only when Pinocchio stores them
     as one contiguous array of 12 doubles per joint (checked against the values); else None."""
@@ -120,26 +118,41 @@ class PassiveSolve:
         if not Jlu.size:
             self.lu, self.piv, self.rcond = Jlu, np.zeros(0, dtype=np.int32), 1.0
         elif rank is None:
-            anorm = _lange("1", Jlu)
-            self.lu, self.piv, info = _getrf(Jlu, overwrite_a=1)
-            self.rcond = float(_gecon(self.lu, anorm, "1")[0]) if info == 0 else 0.0
+            self.lu, self.piv = np.ascontiguousarray(Jlu), np.empty(Jlu.shape[0], dtype=np.int32)
+            self.rcond = lu_factor(self.lu, self.piv)
         else:
             U, s, Vt = np.linalg.svd(Jlu, full_matrices=True)
             self.rcond = float(s[rank - 1] / s[0]) if rank and s[0] > 0 else (1.0 if not rank else 0.0)
             self.U, self.s, self.Vt, self.null = U[:, :rank], s[:rank], Vt[:rank], Vt[rank:].T
 
+    @classmethod
+    def factored(cls, lu: np.ndarray, piv: np.ndarray, rcond: float) -> "PassiveSolve":
+        """Square J_lu already factored by :func:`~.loop_kernels.lu_factor`."""
+        fac = cls.__new__(cls)
+        fac.U = fac.s = fac.Vt = None
+        fac.lu, fac.piv, fac.rcond = lu, piv, rcond
+        fac.null = np.zeros((lu.shape[1], 0))
+        return fac
+
     def solve(self, b: np.ndarray) -> np.ndarray:
         """x = J_lu^+ b (b: m or m x k)."""
         if self.U is None:
-            return _getrs(self.lu, self.piv, b)[0] if self.lu.size else np.zeros((0,) + b.shape[1:])
+            return self._lu_solve(b, False)
         y = self.U.T @ b
         return self.Vt.T @ (y / (self.s if y.ndim == 1 else self.s[:, None]))
 
     def solve_t(self, c: np.ndarray) -> np.ndarray:
         """y = J_lu^+T c: the least-norm multipliers of J_lu^T y = c."""
         if self.U is None:
-            return _getrs(self.lu, self.piv, c, trans=1)[0] if self.lu.size else np.zeros(0)
+            return self._lu_solve(c, True)
         return self.U @ ((self.Vt @ c) / self.s)
+
+    def _lu_solve(self, b: np.ndarray, trans: bool) -> np.ndarray:
+        if not self.lu.size:
+            return np.zeros((0,) + b.shape[1:])
+        X = np.array(b, dtype=float).reshape(b.shape[0], -1)
+        lu_solve(self.lu, self.piv, X, trans)
+        return X.reshape(b.shape)
 
 
 class LoopKinematics:
@@ -262,7 +275,11 @@ class LoopKinematics:
         self._Hab = np.array([M.homogeneous for k in range(L) for M in (self._Ma[k], self._Mb[k])]
                              ).reshape(2 * L, 4, 4)
         self._Z = np.ones((L, 2, 4))                     # (p_a, 1, p_b, 1) per loop
-        self._oMi12 = _placement_view(self.model, self.data) if L else None
+        self._oMi12 = placement_view(self.model, self.data) if L else None
+        # linear rows only and the placements readable as one array: the compiled terms
+        self._compiled = bool(L) and self._oMi12 is not None and not self._ang_loops
+        self._no_v = np.zeros(self.nv)
+        self._eye_act = np.eye(self.n_act)
         # constrained rows: loop k, axis a; each is one row of T = [[R_a^T, -R_a^T [p_b]x], [0, R_a^T]]
         self._kr = np.array([k for k, lp in enumerate(self.loops) for _ in lp.axes], dtype=int)
         self._ar = np.array([a for lp in self.loops for a in lp.axes], dtype=int)
@@ -310,7 +327,8 @@ class LoopKinematics:
     def __setstate__(self, state):
         self.__dict__.update(state)
         if self.L:
-            self._oMi12 = _placement_view(self.model, self.data)
+            self._oMi12 = placement_view(self.model, self.data)
+            self._compiled = self._oMi12 is not None and not self._ang_loops
 
     def _frames(self):
         """F (2L x 3 x 4): world placements [R | p] of frame_a, frame_b of every cut, interleaved."""
@@ -329,6 +347,8 @@ class LoopKinematics:
             pin.computeJointJacobians(m, d, q)
         else:
             pin.forwardKinematics(m, d, q)
+        if self._compiled and (jacobian or v is not None):
+            return self.terms_from(d, self._oMi12, v)
         F = self._frames()
         Rt = F[0::2, :3, :3].transpose(0, 2, 1)                 # R_a^T
         Z = self._Z
@@ -375,6 +395,26 @@ class LoopKinematics:
             JT *= self._SrT
         return e, JT, drift
 
+    @property
+    def compiled(self) -> bool:
+        """Whether :meth:`terms_from` serves this robot: every constrained row linear, and
+        Pinocchio's joint placements readable as one array (:func:`placement_view`)."""
+        return self._compiled
+
+    def terms_from(self, data: pin.Data, placements: np.ndarray, v: Optional[np.ndarray] = None):
+        """(e_l, J_l^T, J_l_dot v or None) from a Pinocchio pass already run on ``data`` (joint
+        placements and ``J``; ``dJ`` too with ``v``: ``computeAllTerms`` or
+        ``computeJointJacobiansTimeVariation``), in one compiled call (:mod:`.loop_kernels`).
+        ``placements``: :func:`placement_view` of ``data``. Only when :attr:`compiled`."""
+        oMi = placements
+        e = np.empty(self.m)
+        JT = np.empty((self.nv, self.m))
+        drift = np.empty(self.m) if v is not None else None
+        closure_terms(oMi, self._inter, self._Hab, self._S, self._MAB, self._kr, self._ar, data.J,
+                      data.dJ if v is not None else data.J, v if v is not None else self._no_v,
+                      v is not None, e, JT, drift if v is not None else e)
+        return e, JT, drift
+
     def compute(self, q: np.ndarray, v: Optional[np.ndarray] = None) -> LoopState:
         """e_l, J_l and (with ``v``) the drift J_l_dot v, from one Pinocchio pass."""
         if self.L == 0:
@@ -395,17 +435,20 @@ class LoopKinematics:
         self.last_rcond, self.last_null = fac.rcond, fac.null
         return fac
 
-    def _solve_jm(self, J: np.ndarray, fac: PassiveSolve, extra: Optional[np.ndarray] = None):
-        """J_lu^+ [J_la, extra] in one solve: (J_m, J_lu^+ extra or None)."""
-        na = self.n_act
-        R = np.empty((na + (extra is not None), J.shape[0]))
-        R[:na] = J.T[self.ia]
-        if extra is not None:
-            R[na] = extra
-        X = fac.solve(R.T)
-        Jm = X[:, :na]
-        np.negative(Jm, out=Jm)
-        return Jm, (X[:, na] if extra is not None else None)
+    def factor_solve(self, JT: np.ndarray, W: np.ndarray, extra: np.ndarray):
+        """J_lu factored (:meth:`factor`) and ``X = J_lu^+ [J_la W, extra]`` (``W``: n_act x k,
+        ``extra``: m x p): one compiled call on the LU path. Returns (factors, X); X is not
+        meaningful when J_lu is singular (rcond 0)."""
+        if self._svd_rank is not None or not self.m:
+            fac = self.factor(JT)
+            return fac, fac.solve(np.hstack([JT[self.ia].T @ W, extra]))
+        lu = np.empty((self.m, self.n_pas))
+        piv = np.empty(self.m, dtype=np.int32)
+        X = np.empty((self.m, W.shape[1] + extra.shape[1]))
+        rcond = factor_and_solve(JT, self.iu, self.ia, W, extra, lu, piv, X)
+        fac = PassiveSolve.factored(lu, piv, rcond)
+        self.last_rcond, self.last_null = rcond, fac.null
+        return fac, X
 
     def projection(self, q: np.ndarray, v: Optional[np.ndarray] = None,
                    state: Optional[LoopState] = None) -> Tuple[np.ndarray, np.ndarray]:
@@ -427,13 +470,12 @@ class LoopKinematics:
 
     def _projection_terms(self, J, drift_acc):
         """(J_m, drift_u = -J_lu^+ J_l_dot v or None); raises SingularLinkage."""
-        fac = self.factor(J.T)
+        extra = np.zeros((self.m, 0)) if drift_acc is None else drift_acc[:, None]
+        fac, X = self.factor_solve(J.T, self._eye_act, extra)
         if fac.rcond < 1e-12:
             raise SingularLinkage(f"J_lu is singular (rcond {fac.rcond:.1e})")
-        Jm, s = self._solve_jm(J, fac, drift_acc)
-        if s is not None:
-            np.negative(s, out=s)
-        return Jm, s
+        np.negative(X, out=X)
+        return X[:, :self.n_act], (X[:, self.n_act] if drift_acc is not None else None)
 
     # ------------------------------------------------------------------ positions
     def close(self, q0: np.ndarray, *, tol: float = 1e-10, max_iter: int = 30, damping: float = 1e-6,

@@ -1,0 +1,317 @@
+"""Compiled kernels of the loop-closure kinematics (numba, compiled when this module is imported
+and cached on disk, never in a control cycle).
+
+:class:`~hybrid_dynamics.model.loop_kinematics.LoopKinematics` needs, twice per control cycle of
+a closed-chain robot (passive-state estimator, controller's projection), the closure error,
+its Jacobian and drift after one Pinocchio pass, and J_lu factored. In numpy that was about 40
+array operations on 3 x 9 blocks and a few LAPACK calls through their Python wrappers, each a
+microsecond or more of dispatch for a few hundred flops. Here:
+
+- :func:`closure_terms`: e_l, J_l^T and J_l_dot v of cuts whose constrained rows are all
+  linear (the module doc of :mod:`.loop_kinematics` gives the formulas), from the joint
+  placements, ``data.J`` and ``data.dJ``;
+- :func:`lu_factor`: LU with partial pivoting of J_lu in place and the reciprocal condition
+  number in the 1-norm estimated as LAPACK's ``dgecon`` does (Higham's ``dlacn2``, Hager's
+  method with the alternating-sign test);
+- :func:`lu_solve`: ``J_lu X = B`` or ``J_lu^T X = B`` from those factors.
+
+test/model/test_loop_kernels.py holds each to the numpy and LAPACK path it replaces (1e-12).
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import boolean, float64, int32, intp, njit, types, void
+
+F1, F2, F3 = float64[:], float64[:, :], float64[:, :, :]
+I1, P1 = intp[:], int32[:]
+C2 = float64[:, ::1]
+RO2 = types.Array(float64, 2, "A", readonly=True)      # Pinocchio's placements, a read-only view
+
+
+@njit(void(RO2, I1, F3, F2, F2, I1, I1, F2, F2, F1, boolean, F1, F2, F1), cache=True)
+def closure_terms(oMi, inter, Hab, S, MAB, kr, ar, J, dJ, v, with_v, e, JT, drift):
+    """Linear rows of every cut ([Mingo Hoffman 2024, Sec. III-A]). ``oMi`` (njoints x 12): the
+    joints' world placements [R column-major | t]; ``inter`` the joints of frame_a and frame_b
+    of each cut, interleaved; ``Hab`` (2L, 4, 4) the frames' placements in their joints; ``S``
+    (L x nv) b's chain minus a's, ``MAB`` (2L x nv) each chain alone; row r constrains axis
+    ``ar[r]`` of cut ``kr[r]``. With ``R_a`` and ``p_a``, ``p_b`` the cut frames' world
+    rotation and origins and ``r_a`` column ``ar[r]`` of ``R_a``:
+
+        e[r]     = r_a . (p_b - p_a)
+        J_l[r]   = S_k * (r_a^T J_lin + (p_b x r_a)^T J_ang)         (world joint Jacobians J)
+        drift[r] = r_a . (w + om x p_b_dot - w_A x u)
+
+    with u (p_b_dot, w) the velocity at p_b of the relative twist J (S_k v) (of b's twist
+    J (MAB_b v), of J_dot (S_k v)), om the relative angular velocity, w_A frame a's. ``JT``
+    (nv x m) is written whole; ``drift`` only ``with_v``."""
+    L = inter.shape[0] // 2
+    nv = J.shape[1]
+    Ra = np.empty((3, 3))
+    pa = np.empty(3)
+    pb = np.empty(3)
+    R = np.empty((3, 3))
+    tw = np.zeros((4, 6))            # relative twist, V_B, V_A, J_dot (S v)
+    JT[:, :] = 0.0
+    for k in range(L):
+        for side in range(2):
+            j = inter[2 * k + side]
+            for i in range(3):
+                for c in range(3):
+                    R[i, c] = oMi[j, 3 * c + i]
+            H = Hab[2 * k + side]
+            p = pa if side == 0 else pb
+            for i in range(3):
+                s = oMi[j, 9 + i]
+                for c in range(3):
+                    s += R[i, c] * H[c, 3]
+                p[i] = s
+                if side == 0:
+                    for c in range(3):
+                        Ra[i, c] = R[i, 0] * H[0, c] + R[i, 1] * H[1, c] + R[i, 2] * H[2, c]
+        if with_v:
+            tw[:, :] = 0.0
+            for c in range(nv):
+                sv = S[k, c] * v[c]
+                bv = MAB[L + k, c] * v[c]
+                av = MAB[k, c] * v[c]
+                if sv == 0.0 and bv == 0.0 and av == 0.0:
+                    continue
+                for i in range(6):
+                    tw[0, i] += J[i, c] * sv
+                    tw[1, i] += J[i, c] * bv
+                    tw[2, i] += J[i, c] * av
+                    tw[3, i] += dJ[i, c] * sv
+            # velocities at p_b: nu + om x p_b of the relative twist (u), of V_B (p_b_dot), of J_dot S v (w)
+            u = np.empty((3, 3))
+            for t in range(3):
+                src = (0, 1, 3)[t]
+                nu0, nu1, nu2 = tw[src, 0], tw[src, 1], tw[src, 2]
+                o0, o1, o2 = tw[src, 3], tw[src, 4], tw[src, 5]
+                u[t, 0] = nu0 + o1 * pb[2] - o2 * pb[1]
+                u[t, 1] = nu1 + o2 * pb[0] - o0 * pb[2]
+                u[t, 2] = nu2 + o0 * pb[1] - o1 * pb[0]
+            om0, om1, om2 = tw[0, 3], tw[0, 4], tw[0, 5]
+            wa0, wa1, wa2 = tw[2, 3], tw[2, 4], tw[2, 5]
+            k0 = u[2, 0] + (om1 * u[1, 2] - om2 * u[1, 1]) - (wa1 * u[0, 2] - wa2 * u[0, 1])
+            k1 = u[2, 1] + (om2 * u[1, 0] - om0 * u[1, 2]) - (wa2 * u[0, 0] - wa0 * u[0, 2])
+            k2 = u[2, 2] + (om0 * u[1, 1] - om1 * u[1, 0]) - (wa0 * u[0, 1] - wa1 * u[0, 0])
+        for r in range(kr.shape[0]):
+            if kr[r] != k:
+                continue
+            a = ar[r]
+            r0, r1, r2 = Ra[0, a], Ra[1, a], Ra[2, a]
+            e[r] = r0 * (pb[0] - pa[0]) + r1 * (pb[1] - pa[1]) + r2 * (pb[2] - pa[2])
+            x0 = pb[1] * r2 - pb[2] * r1                  # p_b x r_a
+            x1 = pb[2] * r0 - pb[0] * r2
+            x2 = pb[0] * r1 - pb[1] * r0
+            for c in range(nv):
+                s = S[k, c]
+                if s != 0.0:
+                    JT[c, r] = s * (r0 * J[0, c] + r1 * J[1, c] + r2 * J[2, c]
+                                    + x0 * J[3, c] + x1 * J[4, c] + x2 * J[5, c])
+            if with_v:
+                drift[r] = r0 * k0 + r1 * k1 + r2 * k2
+
+
+@njit(cache=True)
+def _argmax_abs(x):
+    """First index of the largest |x_i| (BLAS idamax)."""
+    j, best = 0, -1.0
+    for i in range(x.shape[0]):
+        if abs(x[i]) > best:
+            j, best = i, abs(x[i])
+    return j
+
+
+@njit(cache=True, fastmath={"reassoc", "contract"})
+def _apply_inverse(LU, x, trans):
+    """x <- (L U)^-1 x, or (L U)^-T x with ``trans`` (no row exchanges: the 1-norm of the
+    inverse does not see them), in place; L unit lower, U upper, both in ``LU`` (C order).
+    Sums in any order (``reassoc``: they vectorise); NaN and inf keep their meaning."""
+    n = x.shape[0]
+    if not trans:
+        for i in range(n):
+            s = x[i]
+            for j in range(i):
+                s -= LU[i, j] * x[j]
+            x[i] = s
+        for i in range(n - 1, -1, -1):
+            s = x[i]
+            for j in range(i + 1, n):
+                s -= LU[i, j] * x[j]
+            x[i] = s / LU[i, i]
+    else:
+        for i in range(n):
+            x[i] /= LU[i, i]
+            xi = x[i]
+            for j in range(i + 1, n):
+                x[j] -= LU[i, j] * xi
+        for i in range(n - 1, -1, -1):
+            xi = x[i]
+            for j in range(i):
+                x[j] -= LU[i, j] * xi
+
+
+@njit(cache=True)
+def _sign_vector(x, isgn):
+    """x <- sign(x) (+1 at zero), isgn the same as integers."""
+    for i in range(x.shape[0]):
+        x[i] = 1.0 if x[i] >= 0.0 else -1.0
+        isgn[i] = 1 if x[i] > 0.0 else -1
+
+
+@njit(cache=True)
+def _inverse_norm_estimate(LU):
+    """||(L U)^-1||_1 estimated as LAPACK's dlacn2 (Higham 1988, Algorithm 4.1: at most five
+    power steps on the sign vectors, then the alternating-sign vector's lower bound)."""
+    n = LU.shape[0]
+    x = np.full(n, 1.0 / n)
+    isgn = np.empty(n, dtype=np.int64)
+    _apply_inverse(LU, x, False)
+    if n == 1:
+        return abs(x[0])
+    est = np.abs(x).sum()
+    _sign_vector(x, isgn)
+    _apply_inverse(LU, x, True)
+    j = _argmax_abs(x)
+    it = 2
+    while True:
+        x[:] = 0.0
+        x[j] = 1.0
+        _apply_inverse(LU, x, False)
+        est_old = est
+        est = np.abs(x).sum()
+        repeated = True
+        for i in range(n):
+            if (1 if x[i] >= 0.0 else -1) != isgn[i]:
+                repeated = False
+                break
+        if repeated or est <= est_old:
+            break
+        _sign_vector(x, isgn)
+        _apply_inverse(LU, x, True)
+        j_last = j
+        j = _argmax_abs(x)
+        if x[j_last] != abs(x[j]) and it < 5:
+            it += 1
+            continue
+        break
+    sign = 1.0
+    for i in range(n):
+        x[i] = sign * (1.0 + i / (n - 1))
+        sign = -sign
+    _apply_inverse(LU, x, False)
+    temp = 2.0 * np.abs(x).sum() / (3.0 * n)
+    return max(est, temp)
+
+
+@njit(float64(C2, P1), cache=True, fastmath={"contract"})
+def lu_factor(A, piv):
+    """A (n x n) <- its LU factors with partial pivoting (LAPACK dgetrf's: L unit lower, U
+    upper, ``piv[i]`` the row exchanged with row i, 0-based); returns the reciprocal 1-norm
+    condition number estimated as LAPACK dgecon does, 0 when A is singular."""
+    n = A.shape[0]
+    anorm = 0.0
+    for c in range(n):
+        s = 0.0
+        for i in range(n):
+            s += abs(A[i, c])
+        anorm = max(anorm, s)
+    singular = False
+    row = np.empty(n)
+    for k in range(n):
+        p, best = k, abs(A[k, k])
+        for i in range(k + 1, n):
+            if abs(A[i, k]) > best:
+                p, best = i, abs(A[i, k])
+        piv[k] = p
+        if p != k:
+            for c in range(n):
+                A[k, c], A[p, c] = A[p, c], A[k, c]
+        if A[k, k] == 0.0:
+            singular = True
+            continue
+        inv = 1.0 / A[k, k]
+        for c in range(k + 1, n):          # pivot row apart: the update below vectorises
+            row[c] = A[k, c]
+        for i in range(k + 1, n):
+            A[i, k] *= inv
+            f = A[i, k]
+            if f != 0.0:
+                for c in range(k + 1, n):
+                    A[i, c] -= f * row[c]
+    if singular or anorm == 0.0:
+        return 0.0
+    inv_norm = _inverse_norm_estimate(A)
+    return (1.0 / inv_norm) / anorm if inv_norm != 0.0 else 0.0
+
+
+@njit(cache=True, fastmath={"contract"})
+def _row_update(B, dst, src, f):
+    """B[dst] -= f B[src] (nothing when f is 0)."""
+    if f != 0.0:
+        for c in range(B.shape[1]):
+            B[dst, c] -= f * B[src, c]
+
+
+@njit(cache=True)
+def _permute_rows(B, piv, forward):
+    """The row exchanges of the LU factors applied to B, in order (or undone, in reverse)."""
+    n = piv.shape[0]
+    for t in range(n):
+        i = t if forward else n - 1 - t
+        p = piv[i]
+        if p != i:
+            for c in range(B.shape[1]):
+                B[i, c], B[p, c] = B[p, c], B[i, c]
+
+
+@njit(void(C2, P1, C2, boolean), cache=True, fastmath={"contract"})
+def lu_solve(LU, piv, B, trans):
+    """B (n x k, C order) <- A^-1 B, or A^-T B with ``trans``, from :func:`lu_factor`'s
+    factors; row operations on B (they vectorise over its k columns)."""
+    n, k = LU.shape[0], B.shape[1]
+    if not trans:
+        _permute_rows(B, piv, True)
+        for i in range(n):                        # L y = P b
+            for j in range(i):
+                _row_update(B, i, j, LU[i, j])
+        for i in range(n - 1, -1, -1):            # U x = y
+            for j in range(i + 1, n):
+                _row_update(B, i, j, LU[i, j])
+            for c in range(k):
+                B[i, c] /= LU[i, i]
+        return
+    for i in range(n):                            # U^T y = b
+        for c in range(k):
+            B[i, c] /= LU[i, i]
+        for j in range(i + 1, n):
+            _row_update(B, j, i, LU[i, j])
+    for i in range(n - 1, -1, -1):                # L^T z = y, then P^T
+        for j in range(i):
+            _row_update(B, j, i, LU[i, j])
+    _permute_rows(B, piv, False)
+
+
+@njit(float64(F2, I1, I1, F2, F2, C2, P1, C2), cache=True)
+def factor_and_solve(JT, iu, ia, W, extra, LU, piv, X):
+    """J_lu = J_l[:, iu] factored into ``LU``, ``piv`` (:func:`lu_factor`) and, unless it is
+    singular, ``X = J_lu^-1 [J_la W, extra]`` with J_la = J_l[:, ia], from J_l^T (``JT``,
+    nv x m); returns the reciprocal condition number (0: singular, ``X`` not written)."""
+    m, k, p = JT.shape[1], W.shape[1], extra.shape[1]
+    for c in range(iu.shape[0]):
+        for i in range(m):
+            LU[i, c] = JT[iu[c], i]
+    rcond = lu_factor(LU, piv)
+    if rcond == 0.0:
+        return 0.0
+    for r in range(m):
+        for j in range(k):
+            s = 0.0
+            for a in range(ia.shape[0]):
+                s += JT[ia[a], r] * W[a, j]
+            X[r, j] = s
+        for j in range(p):
+            X[r, k + j] = extra[r, j]
+    lu_solve(LU, piv, X, False)
+    return rcond

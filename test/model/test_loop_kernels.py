@@ -1,0 +1,174 @@
+"""The compiled loop-closure kernels (model/loop_kernels.py) against the paths they replace:
+the closure terms against LoopKinematics' numpy path (the same Pinocchio pass, 1e-12), the LU
+factors, solves and reciprocal condition number against LAPACK's dgetrf / dgetrs / dgecon
+(1e-12), and the projection and passive-state estimate of hybrid_biped on the benchmark's
+walking states against the same computed with LAPACK and numpy (1e-12). Inputs: hybrid_biped's
+walking workload, random configurations of it (loops open: the terms hold at any pose), the
+vendored five_bar_3d of Gepetto's collection, random and singular matrices."""
+from pathlib import Path
+
+import numpy as np
+import pinocchio as pin
+import pytest
+from scipy.linalg import lapack
+
+from hybrid_dynamics.control.tsid_peer import workloads as wl
+from hybrid_dynamics.dynamics.closed_chain import LoopClosureKinematics
+from hybrid_dynamics.estimation.passive_state import PassiveStateEstimator
+from hybrid_dynamics.model import loop_kernels as lk
+from hybrid_dynamics.model.loop_kinematics import placement_view
+from hybrid_dynamics.model.robot import load_robot
+
+DATA = Path(__file__).parents[1] / "data"
+
+TOL = 1e-12
+
+
+def close(a, b, tol=TOL):
+    a, b = np.asarray(a), np.asarray(b)
+    assert a.shape == b.shape
+    scale = np.abs(b).max()
+    assert scale > 1e-6                       # something was compared
+    assert np.abs(a - b).max() <= tol * max(1.0, scale)
+
+
+@pytest.fixture(scope="module")
+def biped():
+    return load_robot("hybrid_biped")
+
+
+@pytest.fixture(scope="module")
+def walk(biped):
+    return wl.workload(biped, "walk", 120)[::10]
+
+
+def numpy_terms(kin, q, v=None):
+    """The numpy path of LoopKinematics (the compiled one switched off for this call)."""
+    kin._compiled = False
+    try:
+        return kin._evaluate(q, v)
+    finally:
+        kin._compiled = True
+
+
+def _states(robot, walk, rng):
+    m = robot.model
+    states = [(s.q, s.v) for s in walk]
+    for _ in range(4):                          # off the workload, loops open
+        q = pin.integrate(m, robot.q_stand, 0.2 * rng.standard_normal(m.nv))
+        states.append((q, rng.standard_normal(m.nv)))
+    return states
+
+
+def test_closure_terms_equal_the_numpy_path(biped, walk):
+    kin = LoopClosureKinematics(biped)
+    assert kin.compiled                          # hybrid_biped's cuts are all linear rows
+    rng = np.random.default_rng(3)
+    for q, v in _states(biped, walk, rng):
+        e, JT, drift = kin._evaluate(q, v)
+        e0, JT0, drift0 = numpy_terms(kin, q, v)
+        close(JT, JT0)
+        close(drift, drift0)
+        assert np.abs(e - e0).max() <= TOL       # zero on the workload (closed), not off it
+        e1, JT1, none = kin._evaluate(q)
+        assert none is None
+        close(JT1, JT0)
+
+
+def test_closure_terms_from_the_controllers_pass(biped, walk):
+    """computeAllTerms fills J and dJ: the terms from its data equal the loops' own pass."""
+    kin = LoopClosureKinematics(biped)
+    m = biped.model
+    data = m.createData()
+    view = placement_view(m, data)
+    for s in walk:
+        pin.computeAllTerms(m, data, s.q, s.v)
+        e, JT, drift = kin.terms_from(data, view, s.v)
+        e0, JT0, drift0 = numpy_terms(kin, s.q, s.v)
+        close(JT, JT0)
+        close(drift, drift0)
+
+
+def test_external_linear_loops():
+    robot = load_robot(str(DATA / "five_bar_3d" / "robot.yaml"))
+    kin = LoopClosureKinematics(robot)
+    assert kin.compiled
+    rng = np.random.default_rng(5)
+    m = robot.model
+    for _ in range(5):
+        q = pin.integrate(m, kin.q_ref, 0.3 * rng.standard_normal(m.nv))
+        v = rng.standard_normal(m.nv)
+        e, JT, drift = kin._evaluate(q, v)
+        e0, JT0, drift0 = numpy_terms(kin, q, v)
+        close(e, e0)
+        close(JT, JT0)
+        close(drift, drift0)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 7, 32, 40])
+def test_lu_equals_lapack(n):
+    rng = np.random.default_rng(n)
+    for scale in (1.0, 1e-3):
+        A = rng.standard_normal((n, n))
+        A[:, -1] *= scale                          # a badly conditioned column
+        lu0, piv0, info = lapack.dgetrf(A)
+        assert info == 0
+        rcond0 = lapack.dgecon(lu0, lapack.dlange("1", A), "1")[0]
+        lu, piv = A.copy(), np.empty(n, dtype=np.int32)
+        rcond = lk.lu_factor(lu, piv)
+        assert np.array_equal(piv, piv0)
+        close(lu, lu0)
+        assert abs(rcond - rcond0) <= 1e-12 * rcond0
+        B = rng.standard_normal((n, 3))
+        for trans in (False, True):
+            X = B.copy()
+            lk.lu_solve(lu, piv, X, trans)
+            close(X, lapack.dgetrs(lu0, piv0, B, trans=int(trans))[0], 1e-10)
+
+
+def test_singular_matrix_has_zero_rcond():
+    A = np.ones((4, 4))
+    assert lk.lu_factor(A.copy(), np.empty(4, dtype=np.int32)) == 0.0
+    B = np.zeros((4, 4))
+    assert lk.lu_factor(B, np.empty(4, dtype=np.int32)) == 0.0
+
+
+def test_factor_and_solve_equal_lapack(biped, walk):
+    kin = LoopClosureKinematics(biped)
+    rng = np.random.default_rng(7)
+    for s in walk:
+        e, JT, drift = kin._evaluate(s.q, s.v)
+        W = rng.standard_normal((kin.n_act, 2))
+        fac, X = kin.factor_solve(JT, W, np.c_[e, drift])
+        Jlu = np.asfortranarray(JT[kin.iu].T)
+        lu0, piv0, _ = lapack.dgetrf(Jlu)
+        rhs = np.hstack([JT[kin.ia].T @ W, np.c_[e, drift]])
+        close(X, lapack.dgetrs(lu0, piv0, rhs)[0], 1e-10)
+        assert abs(fac.rcond - lapack.dgecon(lu0, lapack.dlange("1", Jlu), "1")[0]) <= 1e-12 * fac.rcond
+        c = rng.standard_normal(kin.m)
+        close(fac.solve_t(c), lapack.dgetrs(lu0, piv0, c, trans=1)[0], 1e-10)
+
+
+def test_projection_and_estimator_equal_the_lapack_path(biped, walk):
+    """G_f and the drift, and a run of the passive-state estimator, with the compiled terms
+    and LU against the same with the numpy terms and LAPACK's LU (PassiveSolve of the
+    truncated SVD at full rank: the path robots with free motions take)."""
+    kin = LoopClosureKinematics(biped)
+    ref = LoopClosureKinematics(biped)
+    ref._compiled = False
+    ref._svd_rank = ref.rank_u                   # SVD solves, numpy terms
+    est, est_ref = PassiveStateEstimator(kin), PassiveStateEstimator(ref)
+    qa, va = kin.qa, kin.ia
+    moved = 0.0
+    for s in walk:
+        G, d = kin.projection(s.q, s.v)
+        G0, d0 = ref.projection(s.q, s.v)
+        close(G, G0, 1e-10)
+        close(d, d0, 1e-10)
+        a = est.update(s.q[qa], s.v[va], s.q[:7], s.v[:6])
+        b = est_ref.update(s.q[qa], s.v[va], s.q[:7], s.v[:6])
+        assert a.valid and b.valid
+        close(a.q, b.q, 1e-10)
+        close(a.v, b.v, 1e-10)
+        moved = max(moved, np.abs(a.q - walk[0].q).max())
+    assert moved > 1e-3                          # the states differ
