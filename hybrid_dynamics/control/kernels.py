@@ -10,13 +10,14 @@ stay in the task and constraint modules that call them.
 from __future__ import annotations
 
 import numpy as np
-from numba import boolean, float64, intp, njit, void
+from numba import boolean, float64, intp, njit, types, void
 
 # one signature per kernel, any memory layout ('A'): compiled when this module is imported
 # (cached on disk), never in a control cycle, whatever layouts Pinocchio hands over
 F1, F2, F3, F4 = float64[:], float64[:, :], float64[:, :, :], float64[:, :, :, :]
 I1, B1 = intp[:], boolean[:]
 f8, i8 = float64, intp
+RO2 = types.Array(float64, 2, "A", readonly=True)      # Pinocchio's placements, a read-only view
 
 
 @njit(cache=True)
@@ -41,7 +42,7 @@ def swing_feet(H, g, J6, drift, feet, nrows, v, position, reference, weight, kp,
     over the stacked rows of the feet ``feet`` (``nrows`` 3 for a point, 6 for a sole) with
     ``b = p̈_ref + kp (p_ref - p) + kd (ṗ_ref - ṗ) - drift`` on the linear rows and
     ``-kd w - drift`` on the angular ones. ``J6`` (contacts, 6, n) and ``drift`` (contacts, 6)
-    of every contact; ``position`` (feet, 3) the feet's positions; ``reference`` (feet, 3, 3)
+    of every contact; ``position`` (contacts, 3) every contact's position; ``reference`` (feet, 3, 3)
     their target position, velocity and acceleration."""
     m = 0
     for j in range(len(feet)):
@@ -56,7 +57,7 @@ def swing_feet(H, g, J6, drift, feet, nrows, v, position, reference, weight, kp,
         i = feet[j]
         for a in range(nrows[j]):
             if a < 3:
-                b[o + a] = (reference[j, 2, a] + kp * (reference[j, 0, a] - position[j, a])
+                b[o + a] = (reference[j, 2, a] + kp * (reference[j, 0, a] - position[i, a])
                             + kd * (reference[j, 1, a] - vel[o + a])) - drift[i, a]
             else:
                 b[o + a] = -kd * vel[o + a] - drift[i, a]
@@ -175,7 +176,7 @@ def actuated_torques(M, h, Jf, act, dv, f):
     return tau
 
 
-@njit(void(F1, F1, F2, F1, F1, F1, f8, f8, f8), cache=True)
+@njit(void(F1, F1, RO2, F1, F1, F1, f8, f8, f8), cache=True)
 def orientation_gradient(g, e, R, v, angular_velocity, angular_acceleration, weight, kp, kd):
     """Base orientation task's gradient (tasks/base_pose.py): ``g[3:6] -= w R^T ẇ_des`` with
     ``ẇ_des = ẇ_ref + kp e + kd (w_ref - R v[3:6])`` (``e = log(R_ref R^T)``, world)."""
@@ -200,6 +201,65 @@ def point_jacobians(Jp, J, R, points):
             Jp[3 * p, c] = J[0, c] - (r1 * J[5, c] - r2 * J[4, c])
             Jp[3 * p + 1, c] = J[1, c] - (r2 * J[3, c] - r0 * J[5, c])
             Jp[3 * p + 2, c] = J[2, c] - (r0 * J[4, c] - r1 * J[3, c])
+
+
+@njit(void(RO2, I1, F3, F2, F2, F2, F1, I1, F3, F2, F3, F2), cache=True)
+def contact_frames(oMi, joints, placement, support, J, dJ, v, cols, J6, drift, R, p):
+    """Every contact frame's terms from one Pinocchio pass (model_update.py; ``computeAllTerms``
+    fills the joints' placements ``oMi`` (njoints x 12, [R column-major | t]), world Jacobians
+    ``J`` and their time derivatives ``dJ``). Frame i is ``placement[i]`` (4 x 4) in joint
+    ``joints[i]``, whose supporting columns are ``support[i]`` (1 or 0): its rotation ``R[i]``
+    and origin ``p[i]``; its LOCAL_WORLD_ALIGNED Jacobian on the columns ``cols``,
+    ``J6[i] = [J_lin + J_ang x p; J_ang]`` (the origin's velocity from the spatial twist at the
+    world origin); and its classical acceleration at zero joint acceleration
+    ``drift[i] = [a_lin + a_ang x p + w x v_p; a_ang]`` with ``(a_lin, a_ang) = dJ v`` and
+    ``(v_p, w)`` the origin's velocity, over its supporting columns."""
+    nv = J.shape[1]
+    Rj = np.empty((3, 3))
+    tw = np.empty(12)
+    for i in range(joints.shape[0]):
+        j = joints[i]
+        H = placement[i]
+        for a in range(3):
+            for c in range(3):
+                Rj[a, c] = oMi[j, 3 * c + a]
+        for a in range(3):
+            s = oMi[j, 9 + a]
+            for c in range(3):
+                s += Rj[a, c] * H[c, 3]
+                R[i, a, c] = Rj[a, 0] * H[0, c] + Rj[a, 1] * H[1, c] + Rj[a, 2] * H[2, c]
+            p[i, a] = s
+        p0, p1, p2 = p[i, 0], p[i, 1], p[i, 2]
+        tw[:] = 0.0                       # J v (6), dJ v (6) over the supporting columns
+        for c in range(nv):
+            if support[i, c] != 0.0:
+                for a in range(6):
+                    tw[a] += J[a, c] * v[c]
+                    tw[6 + a] += dJ[a, c] * v[c]
+        for k in range(cols.shape[0]):
+            c = cols[k]
+            if support[i, c] == 0.0:
+                for a in range(6):
+                    J6[i, a, k] = 0.0
+                continue
+            w0, w1, w2 = J[3, c], J[4, c], J[5, c]
+            J6[i, 0, k] = J[0, c] + w1 * p2 - w2 * p1
+            J6[i, 1, k] = J[1, c] + w2 * p0 - w0 * p2
+            J6[i, 2, k] = J[2, c] + w0 * p1 - w1 * p0
+            J6[i, 3, k] = w0
+            J6[i, 4, k] = w1
+            J6[i, 5, k] = w2
+        o0, o1, o2 = tw[3], tw[4], tw[5]
+        vp0 = tw[0] + o1 * p2 - o2 * p1
+        vp1 = tw[1] + o2 * p0 - o0 * p2
+        vp2 = tw[2] + o0 * p1 - o1 * p0
+        al0, al1, al2 = tw[9], tw[10], tw[11]
+        drift[i, 0] = tw[6] + al1 * p2 - al2 * p1 + o1 * vp2 - o2 * vp1
+        drift[i, 1] = tw[7] + al2 * p0 - al0 * p2 + o2 * vp0 - o0 * vp2
+        drift[i, 2] = tw[8] + al0 * p1 - al1 * p0 + o0 * vp1 - o1 * vp0
+        drift[i, 3] = al0
+        drift[i, 4] = al1
+        drift[i, 5] = al2
 
 
 @njit(void(F1, I1, F1, F1, F1, f8, f8), cache=True)

@@ -88,9 +88,14 @@ class ModelUpdate:
         self.data = self.model.createData()
         self.contacts = contacts
         self.projection = projection          # LoopClosureKinematics or None
-        # the loops' terms from this pass's placements, J and dJ (computeAllTerms fills them)
-        self._placements = placement_view(self.model, self.data) \
-            if projection is not None and projection.compiled and self.model.nv == projection.nv else None
+        # the contact frames' and the loops' terms from this pass's placements, J and dJ
+        # (computeAllTerms fills them): one compiled call each
+        self._oMi = placement_view(self.model, self.data)
+        # the base's rotation and position: views of Pinocchio's placement of joint 1
+        self._base = (self._oMi[1, :9].reshape(3, 3).T, self._oMi[1, 9:12]) \
+            if self._oMi is not None and self.model.njoints > 1 else None
+        self._loops_compiled = projection is not None and projection.compiled and self._oMi is not None \
+            and self.model.nv == projection.nv
         nv_full = self.model.nv
         self.v_index = (morphology_map.v_index if morphology_map is not None else np.arange(nv_full))
         self.sliced = len(self.v_index) != nv_full
@@ -109,6 +114,8 @@ class ModelUpdate:
         self._allocate(contacts, self.n)
         self._ids = [c.frame_id for c in contacts]
         self._plain = [c.at_origin for c in contacts]
+        self._soles = [i for i, c in enumerate(contacts) if not c.at_origin]
+        self._frame_tables(contacts)
         self.q = self.v = self.v_m = None
         self.v_full = None
         self.G = None
@@ -119,12 +126,31 @@ class ModelUpdate:
     def _allocate(self, contacts, n: int) -> None:
         """Per-contact buffers, written in place each cycle: ``J6[i]`` and ``drift[i]`` are views
         of the stacks ``J6_stack`` (contacts, 6, n) and ``drift_stack`` (contacts, 6) that the
-        compiled kernels read whole (:mod:`.kernels`)."""
+        compiled kernels read whole (:mod:`.kernels`); a point contact at its frame's origin
+        has ``Jp[i]`` a view of ``J6[i][:3]``; the frames' rotations and origins (world)."""
         self.J6_stack = np.zeros((len(contacts), 6, n))
         self.drift_stack = np.zeros((len(contacts), 6))
         self.J6 = list(self.J6_stack)
         self.drift = list(self.drift_stack)
-        self.Jp = [np.zeros((c.n_force, n)) for c in contacts]
+        self.Jp = [J[:3] if c.at_origin else np.zeros((c.n_force, n)) for c, J in zip(contacts, self.J6)]
+        self.frame_R = np.zeros((len(contacts), 3, 3))
+        self.frame_p = np.zeros((len(contacts), 3))
+
+    def _frame_tables(self, contacts) -> None:
+        """What :func:`.kernels.contact_frames` reads besides the pass: each contact frame's
+        joint and placement in it, the joint's supporting velocity columns, the columns kept
+        (a damaged robot's), and for closed chains a full-width stack to project."""
+        m = self.model
+        nc, nv = len(contacts), m.nv
+        self._fjoint = np.array([m.frames[c.frame_id].parentJoint for c in contacts], dtype=np.intp)
+        self._fplace = np.array([m.frames[c.frame_id].placement.homogeneous for c in contacts]).reshape(nc, 4, 4)
+        self._support = np.zeros((nc, nv))
+        for i, j in enumerate(self._fjoint):
+            for k in m.supports[int(j)]:
+                if k > 0:
+                    self._support[i, m.joints[k].idx_v:m.joints[k].idx_v + m.joints[k].nv] = 1.0
+        self._cols = np.arange(nv) if self.projection is not None else np.asarray(self.v_index, dtype=np.intp)
+        self._J6_full = np.zeros((nc, 6, nv)) if self.projection is not None else None
 
     # ------------------------------------------------------------------ cycle
     def update(self, q: np.ndarray, v: np.ndarray) -> None:
@@ -141,8 +167,8 @@ class ModelUpdate:
         if self.projection is not None:
             kin = self.projection
             state = None
-            if self._placements is not None:
-                e, JT, drift = kin.terms_from(data, self._placements, v_full)
+            if self._loops_compiled:
+                e, JT, drift = kin.terms_from(data, self._oMi, v_full)
                 state = LoopState(e, JT.T, drift)
             G, d = kin.projection(q_full, v_full, state)
             M = data.M
@@ -167,15 +193,20 @@ class ModelUpdate:
             self.M = data.M
             self.h = data.nle
             self.v_m = v
-        J6, drift, Jp = self.J6, self.drift, self.Jp
-        for i, fid in enumerate(self._ids):
-            J, a = self.frame_terms(fid)
-            J6[i][:] = J
-            drift[i][:] = a
-            if self._plain[i]:
-                Jp[i] = J[:3]
-            else:                        # J_pi = J[:3] - [r_i]x J[3:], r_i = R p_i, all points at once
-                kernels.point_jacobians(Jp[i], J, data.oMf[fid].rotation, self.contacts[i].points)
+        if self._oMi is not None:
+            full = self._J6_full
+            kernels.contact_frames(self._oMi, self._fjoint, self._fplace, self._support, data.J, data.dJ,
+                                   v_full, self._cols, self.J6_stack if full is None else full,
+                                   self.drift_stack, self.frame_R, self.frame_p)
+            if full is not None:         # closed chains: J G_f, drift + J d
+                np.matmul(full, self.G, out=self.J6_stack)
+                self.drift_stack += full @ self.d
+        else:                            # placements not readable as one array: frame by frame
+            for i, fid in enumerate(self._ids):
+                self.J6[i][:], self.drift[i][:] = self.frame_terms(fid)
+                self.frame_R[i], self.frame_p[i] = data.oMf[fid].rotation, data.oMf[fid].translation
+        for i in self._soles:            # J_pi = J[:3] - [r_i]x J[3:], r_i = R p_i, all points at once
+            kernels.point_jacobians(self.Jp[i], self.J6[i], self.frame_R[i], self.contacts[i].points)
 
     # ------------------------------------------------------------------ on demand
     def _reduce(self, J: np.ndarray, a: np.ndarray):
@@ -234,15 +265,21 @@ class ModelUpdate:
         return self.data.vcom[0]
 
     @property
-    def base_placement(self) -> pin.SE3:
-        return self.data.oMi[1]
+    def base_rotation(self) -> np.ndarray:
+        return self._base[0] if self._base is not None else self.data.oMi[1].rotation
+
+    @property
+    def base_translation(self) -> np.ndarray:
+        return self._base[1] if self._base is not None else self.data.oMi[1].translation
 
     def frame_position(self, i: int) -> np.ndarray:
-        return self.data.oMf[self._ids[i]].translation
+        return self.frame_p[i]
+
+    def frame_rotation(self, i: int) -> np.ndarray:
+        return self.frame_R[i]
 
     def frame_velocity(self, i: int) -> np.ndarray:
         return self.J6[i] @ self.v_m
 
     def point_positions(self, i: int) -> np.ndarray:
-        oMf = self.data.oMf[self._ids[i]]
-        return oMf.translation + self.contacts[i].points @ oMf.rotation.T
+        return self.frame_p[i] + self.contacts[i].points @ self.frame_R[i].T

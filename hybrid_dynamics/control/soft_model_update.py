@@ -63,6 +63,7 @@ class SoftModelUpdate(ModelUpdate):
             leaves = leaves.for_morphology(morphology_map)
         self.leaves = leaves
         self.model, self.data = leaves.model, leaves.data
+        self._oMi = self._base = None          # the leaves' own pass: read frame by frame
         self.dynamic = condensation == "dynamic"
         self.horizon = float(horizon)
         r = len(self.v_index)
@@ -79,7 +80,6 @@ class SoftModelUpdate(ModelUpdate):
                 raise InputError(f"contact {c.frame}: a soft-module contact is one material point, "
                                  "declare it as a point contact", field="contacts")
         self._allocate(contacts, self.n)
-        self.points = np.zeros((len(leaves.contact_roots), 3))
 
     def update(self, q: np.ndarray, v: np.ndarray) -> None:
         leaves, model, data, n = self.leaves, self.model, self.data, self.n
@@ -103,21 +103,14 @@ class SoftModelUpdate(ModelUpdate):
             h[r:] += H * K @ v[r:]
         self.M, self.h = (M, h) if self.dynamic else (M[:n, :n], h[:n])
         self.v_m = v[:n]
-        self.points = P
         for i, fid in enumerate(self._ids):
             J6, drift, k = self.J6[i], self.drift[i], self._soft[i]
             J = pin.getFrameJacobian(model, data, fid, LWA)
             J6[:, :r] = J[:, self.v_index] if self.sliced else J
             drift[:] = pin.getFrameClassicalAcceleration(model, data, fid, LWA).vector
+            self.frame_R[i], self.frame_p[i] = data.oMf[fid].rotation, data.oMf[fid].translation
             if k is not None:                      # the contact material point of a soft module
                 J6[:3] = Jc[3 * k:3 * k + 3, :n]
                 drift[:3] = bc[3 * k:3 * k + 3]
+                self.frame_p[i] = P[k]
             self.Jp[i][:] = J6[:3]
-
-    def frame_position(self, i: int) -> np.ndarray:
-        k = self._soft[i]
-        return self.points[k] if k is not None else super().frame_position(i)
-
-    def point_positions(self, i: int) -> np.ndarray:
-        k = self._soft[i]
-        return self.points[k:k + 1] if k is not None else super().point_positions(i)

@@ -76,6 +76,8 @@ class ControlCore:
         actuated = set(self.robot.actuated_joints)
         self.live = [(i, n) for i, n in enumerate(self.joints) if n in surviving and n in actuated]
         self.live_idx = np.array([i for i, _ in self.live], dtype=int)
+        order = {n: k for k, n in enumerate(self.controller.formulation.joints.names)}
+        self.live_src = np.array([order[n] for _, n in self.live], dtype=int)   # in the QP's torques
         self.live_v = np.array([self._jidx[n] for _, n in self.live], dtype=int)
         self.live_limit = self.tau_max[self.live_v]
         self.contact_frames = [c.frame for c in mmap.contacts]
@@ -100,9 +102,7 @@ class ControlCore:
         self.last_output = out
         cmd = self.command
         cmd[:] = 0.0
-        tau = out.tau
-        for i, n in self.live:
-            cmd[i] = tau.get(n, 0.0)
+        cmd[self.live_idx] = out.tau_vector[self.live_src]
         if getattr(out, "fallback", False):
             self.fallbacks += 1
         if not np.isfinite(cmd).all():

@@ -141,7 +141,7 @@ def test_x_rows_and_internal_rows_predict_the_motion_by_finite_differences(robot
     M = DecoupledDynamics(m).hamel.mass_matrix(q)
     J_local = np.hstack([np.eye(6), np.zeros((6, m.nv - 6))])
     ei = external_internal(M, np.eye(6), [J_local])
-    R = st.base_placement.rotation
+    R = st.base_rotation
     assert np.abs(ei.J_int).max() > 1e-3
     assert np.allclose(A[:, 6:m.nv], np.kron(np.eye(2), R) @ ei.J_int, atol=1e-9)
 

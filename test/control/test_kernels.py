@@ -35,7 +35,7 @@ def test_swing_feet(rng):
     J6, drift, v = rng.standard_normal((nc, 6, n)), rng.standard_normal((nc, 6)), rng.standard_normal(n)
     feet = np.sort(rng.choice(nc, 3, replace=False))
     nrows = rng.choice([3, 6], 3)
-    pos, ref = rng.standard_normal((3, 3)), rng.standard_normal((3, 3, 3))
+    pos, ref = rng.standard_normal((nc, 3)), rng.standard_normal((3, 3, 3))
     w, kp, kd = 100.0, 400.0, 40.0
     H0, g0 = rng.standard_normal((n + 5, n + 5)), rng.standard_normal(n + 5)
     H, g = H0.copy(), g0.copy()
@@ -43,7 +43,7 @@ def test_swing_feet(rng):
     Hr, gr = H0.copy(), g0.copy()
     for j, i in enumerate(feet):           # the numpy task, foot by foot
         vel = J6[i] @ v
-        a_des = ref[j, 2] + kp * (ref[j, 0] - pos[j]) + kd * (ref[j, 1] - vel[:3])
+        a_des = ref[j, 2] + kp * (ref[j, 0] - pos[i]) + kd * (ref[j, 1] - vel[:3])
         if nrows[j] == 6:
             J, b = J6[i], np.concatenate([a_des, -kd * vel[3:]]) - drift[i]
         else:
@@ -220,3 +220,31 @@ def test_rows_check(rng):
     lo[3] = cx[3] + 1e-6                                   # violated
     assert not rows_check(C, x, lo, hi, 1e-9, False)
     assert rows_check(C[::2], x, lo[::2], hi[::2], 1e-9, False)   # strided rows (views), row 3 left out
+
+
+def test_reduced_problem(rng):
+    """The elimination's reduced QP against the numpy and LAPACK steps it replaced
+    (dtrtrs for x0, then the products), and x0 + Q2 y satisfying A x = b for any y."""
+    from scipy.linalg import lapack
+    from hybrid_dynamics.control.solvers.kkt import reduced_problem
+    nx, neq, nin = int(rng.integers(20, 40)), int(rng.integers(6, 15)), 25
+    B = rng.standard_normal((nx, nx))
+    H, g = B @ B.T + np.eye(nx), rng.standard_normal(nx)
+    A, b, C = rng.standard_normal((neq, nx)), rng.standard_normal(neq), rng.standard_normal((nin, nx))
+    l, u = rng.standard_normal(nin) - 2.0, rng.standard_normal(nin) + 2.0
+    qr, tau, _, _ = lapack.dgeqrf(A.T)
+    P = np.zeros((nx, nx), order="F")
+    P[:, :neq] = qr
+    Q = lapack.dorgqr(P, tau)[0]
+    x0, Q2, Hy, gy, Cy, ly, uy = reduced_problem(Q, qr[:neq, :neq], b, H, g, C, l, u)
+    w = lapack.dtrtrs(qr[:neq, :neq], b, lower=0, trans=1)[0]
+    x0_ref, Q2_ref = Q[:, :neq] @ w, Q[:, neq:]
+    close(x0, x0_ref)
+    close(Q2, Q2_ref)
+    close(Hy, Q2_ref.T @ (H @ Q2_ref))
+    close(gy, Q2_ref.T @ (H @ x0_ref + g))
+    close(Cy, C @ Q2_ref)
+    close(ly, l - C @ x0_ref)
+    close(uy, u - C @ x0_ref)
+    y = rng.standard_normal(nx - neq)
+    close(A @ (x0 + Q2 @ y), b)

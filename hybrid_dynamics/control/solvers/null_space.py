@@ -43,7 +43,7 @@ import numpy as np
 from scipy.linalg import lapack
 
 from .base import QPSolver, SolveResult
-from .kkt import equality_minimiser, rows_check
+from .kkt import equality_minimiser, reduced_problem, rows_check
 
 SHORTCUT = "solved (equality-constrained)"
 
@@ -122,17 +122,10 @@ class NullSpaceSolver(QPSolver):
         P = red.P
         P[:, :neq] = qr
         Q, _, info = lapack.dorgqr(P, tau)
-        w, info2 = lapack.dtrtrs(qr[:neq, :neq], p.b, lower=0, trans=1)
-        Q2 = Q[:, neq:]
-        x0 = Q[:, :neq] @ w
-        Hy = Q2.T @ (p.H @ Q2)
-        gy = Q2.T @ (p.H @ x0 + p.g)
-        Cx0 = p.C @ x0
-        ly = p.l - Cx0
-        uy = p.u - Cx0
+        x0, Q2, Hy, gy, C_all, ly, uy = reduced_problem(Q, qr[:neq, :neq], p.b, p.H, p.g, p.C, p.l, p.u)
         eager = red.eager
         all_rows = eager is None or red.lazy_needed
-        Cy = p.C @ Q2 if all_rows else p.C[eager] @ Q2     # the eager rows' reduced rows
+        Cy = C_all if all_rows else C_all[eager]           # the eager rows' reduced rows
         if red.wait > 0:
             red.wait -= 1
         elif not red.last_shortcut:           # the same test in reduced coordinates
@@ -157,7 +150,7 @@ class NullSpaceSolver(QPSolver):
                 if rows_check(p.C[lz], x, p.l[lz], p.u[lz], 1e-7, False):
                     return self._exact(res, x)
             red.lazy_needed = True
-            Cy = p.C @ Q2
+            Cy = C_all
         key = p.key + ("reduced",)
         res = self._inner(key, Hy, gy, Cy, ly, uy, y0)
         if not res.ok:                     # a warm start gone astray: once more, cold

@@ -31,10 +31,9 @@ class BasePositionTask(Task):
 
     def add_gradient(self, g, state, layout, refs) -> None:
         t = refs.base_position
-        oMb = state.base_placement
-        R = oMb.rotation
+        R = state.base_rotation
         v = state.v_m
-        a_des = t.acceleration + self.kp * (t.position - oMb.translation) + self.kd * (t.velocity - R @ v[0:3])
+        a_des = t.acceleration + self.kp * (t.position - state.base_translation) + self.kd * (t.velocity - R @ v[0:3])
         g[0:3] -= self.weight * (R.T @ a_des - np.cross(v[3:6], v[0:3]))
 
 
@@ -50,6 +49,6 @@ class BaseOrientationTask(Task):
 
     def add_gradient(self, g, state, layout, refs) -> None:
         t = refs.base_orientation
-        R = state.base_placement.rotation
+        R = state.base_rotation
         kernels.orientation_gradient(g, pin.log3(t.rotation() @ R.T), R, state.v_m, t.angular_velocity,
                                      t.angular_acceleration, self.weight, self.kp, self.kd)

@@ -72,7 +72,7 @@ class DecoupledCentroidalTask(ComTask):
         b = t.angular_acceleration + self.kd_angular * (t.angular_velocity - x.v_x[3:]) \
             + x.M_x_inv[3:, 3:] @ state.decoupled_coriolis[3:]                       # - c_x
         if self.kp_angular:
-            b += self.kp_angular * pin.log3(t.rotation() @ state.base_placement.rotation.T)
+            b += self.kp_angular * pin.log3(t.rotation() @ state.base_rotation.T)
         return force_rows(state, layout)[3:], b
 
     def add(self, H, g, state, layout, refs) -> None:

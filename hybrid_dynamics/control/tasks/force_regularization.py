@@ -83,10 +83,10 @@ class ForceRegularizationTask(Task):
         diag, wW, soles, g_share = self._surface_terms(layout, share)
         H[layout.f_stance_diag, layout.f_stance_diag] += diag
         g[layout.f_stance] -= g_share if not refs.forces else wW * self._f_ref(layout, refs.forces, share)
-        for start, c, GWG, Gb in soles:
+        for start, i, GWG, Gb in soles:
             # A = W6 G blkdiag(R^T, ..., R^T): A^T A = Rb (G^T W6^2 G) Rb^T, 3 x 3 blocks R K_ab R^T
-            kernels.sole_wrench(H, g, start, state.data.oMf[c.frame_id].rotation, GWG, Gb,
-                                c.n_points * share)
+            kernels.sole_wrench(H, g, start, state.frame_rotation(i), GWG, Gb,
+                                layout.contacts[i].n_points * share)
 
     def _surface_terms(self, layout, share):
         """Per layout: the diagonal and the point weights with every sole's entries left to the
@@ -111,7 +111,7 @@ class ForceRegularizationTask(Task):
             k = c.n_points
             GWG = (w * WG.T @ WG).reshape(k, 3, k, 3).transpose(0, 2, 1, 3)
             Gb = (w * self.wrench_weights[2] * WG[2]).reshape(k, 3)
-            soles.append((layout.force_slice(i).start, c, np.ascontiguousarray(GWG), Gb))
+            soles.append((layout.force_slice(i).start, i, np.ascontiguousarray(GWG), Gb))
         terms = self._surface[id(layout)] = (diag, wW, soles, wW * self._f_ref(layout, {}, share))
         return terms
 

@@ -7,8 +7,8 @@ changes with the configuration, so this task adds both terms every cycle.
 
 Every swing foot's rows are stacked into one ``J`` (3 rows per point foot, 6 per sole) and one
 target, ``H += w J^T J``, ``g -= w J^T (a_des - drift)``, in one compiled call
-(:func:`~hybrid_dynamics.control.kernels.swing_feet`); here only the feet's positions and
-targets are gathered.
+(:func:`~hybrid_dynamics.control.kernels.swing_feet`, which reads the feet's positions from
+the model update's ``frame_p``); here only the targets are gathered.
 """
 from __future__ import annotations
 
@@ -38,13 +38,12 @@ class SwingFootTask(Task):
         if buf is None:
             buf = self._buffers[key] = (np.array(feet, np.intp),
                                         np.array([contacts[i].n_rows for i in feet], np.intp),
-                                        np.zeros((len(feet), 3)), np.zeros((len(feet), 3, 3)))
-        index, nrows, position, reference = buf
+                                        np.zeros((len(feet), 3, 3)))
+        index, nrows, reference = buf
         for j, i in enumerate(feet):
             t = refs.swing_feet[contacts[i].frame]
-            position[j] = state.frame_position(i)
             reference[j, 0] = t.position
             reference[j, 1] = t.velocity
             reference[j, 2] = t.acceleration
         kernels.swing_feet(H, g, state.J6_stack, state.drift_stack, index, nrows, state.v_m,
-                           position, reference, self.weight, self.kp, self.kd)
+                           state.frame_p, reference, self.weight, self.kp, self.kd)
