@@ -38,12 +38,45 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence
 
 import numpy as np
+from numba import boolean, float64, intp, njit, void
+
 from ..dynamics.closed_chain import LoopClosureKinematics
 from .base_estimator import EstimatorHealth
+
+F1, F2, I1 = float64[:], float64[:, :], intp[:]
 
 OK = "ok"
 NEAR_SINGULAR = "near_singular"
 OUT_OF_WORKSPACE = "out_of_workspace"
+
+
+@njit(boolean(F1, F1, F1, F2, I1, I1, I1, I1, F1, F1), cache=True)
+def _complete(theta, q_a, v_a, X, qa, qu, ia, iu, q, v):
+    """The estimate at the measurement, in one compiled call: ``q`` = theta with the actuators
+    measured and the passive joints moved by J_m (q_a - theta_a) (``X[:, 1]``); ``v`` gets the
+    measured rates and J_m v_a (``X[:, 0]``). Whether both are finite."""
+    q[:] = theta
+    for k in range(qa.shape[0]):
+        q[qa[k]] = q_a[k]
+        v[ia[k]] = v_a[k]
+    for k in range(X.shape[0]):
+        q[qu[k]] += X[k, 1]
+        v[iu[k]] = X[k, 0]
+    for x in (q, v):
+        for i in range(x.shape[0]):
+            if not np.isfinite(x[i]):
+                return False
+    return True
+
+
+@njit(void(F1, I1, I1, F1, F1, F2, float64, float64, float64), cache=True)
+def _euler_step(theta, qa, qu, v_a, err_a, X, dt, beta, alpha):
+    """theta += dt [J_m v_a + beta J_m d_a - alpha J_lu^-1 e_l; v_a + beta d_a] (eqs. 37-40),
+    ``X`` = [J_m v_a, J_m d_a, J_lu^-1 e_l]."""
+    for k in range(qa.shape[0]):
+        theta[qa[k]] += dt * (v_a[k] + beta * err_a[k])
+    for k in range(X.shape[0]):
+        theta[qu[k]] += X[k, 0] * dt + X[k, 1] * (dt * beta) + X[k, 2] * (-dt * alpha)
 
 
 @dataclass
@@ -197,14 +230,10 @@ class PassiveStateEstimator:
         v = np.zeros(kin.nv)
         if v_base is not None:
             v[:kin.nb] = v_base
-        v[kin.ia] = v_a
-        v[kin.iu] = X[:, 0]
-        q_out = th.copy()
-        q_out[kin.qa] = q_a
+        q_out = np.empty_like(th)
         # first-order completion at the measurement: the passive joints follow the actuators'
         # offset from the prediction through J_m (closure error second order in the offset)
-        q_out[kin.qu] += X[:, 1]
-        if not (np.isfinite(q_out).all() and np.isfinite(v).all()):
+        if not _complete(th, q_a, v_a, X, kin.qa, kin.qu, kin.ia, kin.iu, q_out, v):
             self.restart("estimate not finite")
             return self._invalid(OUT_OF_WORKSPACE, "estimate not finite: restarting from the next measurement")
         self.health.healthy = True
@@ -255,10 +284,7 @@ class PassiveStateEstimator:
         if dt <= 0.0:
             return
         alpha, beta = min(self.alpha, 1.0 / dt), min(self.beta, 1.0 / dt)
-        th, kin = self.theta, self.kin
-        th[kin.qa] += dt * (v_a + beta * err_a)
-        if X.size:
-            th[kin.qu] += X @ np.array([dt, dt * beta, -dt * alpha])
+        _euler_step(self.theta, self.kin.qa, self.kin.qu, v_a, err_a, X, dt, beta, alpha)
 
     def update_named(self, positions: Dict[str, float], velocities: Dict[str, float], **kw) -> PassiveEstimate:
         """Like :meth:`update`, with actuated joints matched by name (every one required)."""

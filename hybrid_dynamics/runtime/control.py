@@ -20,6 +20,7 @@ import numpy as np
 import pinocchio as pin
 
 from ..control.controller import WholeBodyController
+from ..control.kernels import finite
 from ..control.references import References
 from ..errors import InputError
 from ..estimation.base_estimator import BaseState
@@ -105,7 +106,7 @@ class ControlCore:
         cmd[self.live_idx] = out.tau_vector[self.live_src]
         if getattr(out, "fallback", False):
             self.fallbacks += 1
-        if not np.isfinite(cmd).all():
+        if not finite(cmd):
             self.nonfinite += 1
             return self.safe(state.v[6:])
         return self._saturate(cmd)

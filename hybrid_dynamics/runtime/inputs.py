@@ -37,6 +37,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from ..control.kernels import finite
 from ..estimation.base_estimator import ImuSample
 from ..estimation.plausibility import InputLimits, PlausibilityConfig, StampGate, Violation
 
@@ -146,7 +147,7 @@ def parse_joint_state(msg, matcher: JointStateMatcher, limits: Optional[InputLim
     if len(set(names)) != n:
         return Rejected("duplicate_names", "a joint name appears twice", "joint_state.name")
     for label, arr in (("position", pos), ("velocity", vel), ("effort", eff)):
-        if len(arr) and not np.isfinite(arr).all():
+        if len(arr) and not finite(arr):
             bad = [names[i] for i in np.flatnonzero(~np.isfinite(arr))[:3]]
             return Rejected("non_finite", f"{label} of {', '.join(bad)} is NaN or inf", f"joint_state.{label}")
     src, dst, unknown = matcher.match(names)

@@ -26,6 +26,7 @@ from typing import Callable, Dict, List, Mapping, Optional
 import numpy as np
 
 from ..control.controller import ControlOutput
+from ..control.kernels import finite
 from ..estimation.base_estimator import BaseState
 from ..model.morphology import Morphology
 from .control import ControlCore
@@ -99,7 +100,7 @@ class Pipeline:
     def estimate(self) -> BaseState:
         """Stage 1: the state at the last joint-state stamp (inputs must not be stale)."""
         est = self.state.estimate()
-        if not (np.isfinite(est.q).all() and np.isfinite(est.v).all()):
+        if not (finite(est.q) and finite(est.v)):
             raise FloatingPointError("estimate is not finite")
         return est
 

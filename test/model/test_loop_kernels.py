@@ -172,3 +172,30 @@ def test_projection_and_estimator_equal_the_lapack_path(biped, walk):
         close(a.v, b.v, 1e-10)
         moved = max(moved, np.abs(a.q - walk[0].q).max())
     assert moved > 1e-3                          # the states differ
+
+
+def test_completion_and_euler_step_equal_numpy(biped, walk):
+    """The estimator's completion and Euler step (estimation/passive_state.py) against the
+    numpy indexing they replaced, on random X and a walking state."""
+    from hybrid_dynamics.estimation import passive_state as ps
+    kin = LoopClosureKinematics(biped)
+    rng = np.random.default_rng(9)
+    th = walk[3].q.copy()
+    q_a, v_a = th[kin.qa] + 1e-3 * rng.standard_normal(kin.n_act), rng.standard_normal(kin.n_act)
+    X = rng.standard_normal((kin.n_pas, 3))
+    q, v = np.empty_like(th), np.zeros(kin.nv)
+    assert ps._complete(th, q_a, v_a, X, kin.qa, kin.qu, kin.ia, kin.iu, q, v)
+    q0, v0 = th.copy(), np.zeros(kin.nv)
+    q0[kin.qa], v0[kin.ia], v0[kin.iu] = q_a, v_a, X[:, 0]
+    q0[kin.qu] += X[:, 1]
+    close(q, q0)
+    close(v, v0)
+    X[4, 1] = np.nan
+    assert not ps._complete(th, q_a, v_a, X, kin.qa, kin.qu, kin.ia, kin.iu, q, v)
+    X[4, 1] = 0.0
+    err, dt, beta, alpha = rng.standard_normal(kin.n_act), 1e-3, 900.0, 100.0
+    t1, t0 = th.copy(), th.copy()
+    ps._euler_step(t1, kin.qa, kin.qu, v_a, err, X, dt, beta, alpha)
+    t0[kin.qa] += dt * (v_a + beta * err)
+    t0[kin.qu] += X @ np.array([dt, dt * beta, -dt * alpha])
+    close(t1 - th, t0 - th)

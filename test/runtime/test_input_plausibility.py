@@ -148,3 +148,33 @@ def test_bad_settings_are_an_input_error(robot):
         InputLimits(robot, robot.joint_names, {"velocity_factr": 2.0})
     limits = InputLimits(robot, robot.joint_names, {"velocity_factor": 2.0})
     assert np.allclose(limits.v_max, 2.0 * robot.model.velocityLimit[6:])
+
+
+def test_first_violation_is_the_numpy_one(robot):
+    """The compiled check against the numpy comparisons it replaced, on random messages
+    (subsets of joints in any order, values near and beyond every limit, missing fields)."""
+    lim = InputLimits(robot, list(robot.joint_names))
+    rng = np.random.default_rng(11)
+    kinds = set()
+    for _ in range(300):
+        dst = rng.permutation(len(lim.joints))[:rng.integers(1, len(lim.joints) + 1)]
+        pos = rng.uniform(lim.q_lo[dst] - 0.05, lim.q_hi[dst] + 0.05)
+        vel = rng.uniform(-1.02, 1.02, len(dst)) * lim.v_max[dst] if rng.random() < 0.8 else None
+        eff = rng.uniform(-1.02, 1.02, len(dst)) * lim.tau_max[dst] if rng.random() < 0.8 else None
+        want = None
+        lo, hi = lim.q_lo[dst], lim.q_hi[dst]
+        bad = (pos < lo) | (pos > hi)
+        if bad.any():
+            want = ("position", int(np.flatnonzero(bad)[0]))
+        else:
+            for label, values, bound in (("velocity", vel, lim.v_max), ("effort", eff, lim.tau_max)):
+                if values is not None and (np.abs(values) > bound[dst]).any():
+                    want = (label, int(np.flatnonzero(np.abs(values) > bound[dst])[0]))
+                    break
+        got = lim.check_joints(dst, pos, vel, eff)
+        if want is None:
+            assert got is None
+        else:
+            kinds.add(want[0])
+            assert (got.field, got.name) == (want[0], lim.joints[dst[want[1]]])
+    assert kinds == {"position", "velocity", "effort"}
