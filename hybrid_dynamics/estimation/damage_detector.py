@@ -40,6 +40,10 @@ cannot move. An unexpected ground contact during swing moves every joint's resid
 freezes none, so it is not taken for damage; nor is a swing leg stepping in place, whose hip
 joint stands still by command while the timing of its inputs (late or coarse samples
 between processes on a loaded machine) puts residual on the joints that lift the foot.
+The ``switch_holdoff`` pause after a planned contact switch does not stop the swing test of a
+leg whose evidence began in its swing (a leg lost just before its planned touch-down, whose
+evidence the pause used to wipe) once ``|e|`` is above its threshold too: a healthy foot that
+lands early puts its force in the base rows as well, so ``|e|`` stays small.
 
 **What happened to it** is read from the encoders over the last ``classify_window`` seconds:
 the leg's joints that stopped moving while the leg was commanded are the frozen ones; frozen
@@ -188,6 +192,7 @@ class DamageDetector:
         self.integral = None
         self.t_prev = None
         self.quiet_until = -np.inf if t is None else t + self.config.holdoff
+        self.switch_until = -np.inf                # the pause after a planned contact switch
         self.e = np.zeros(6)
         self._stance_prev = None
         self.testing = False
@@ -215,8 +220,15 @@ class DamageDetector:
         self._note_stance(t, stance)
         contributions = self._base_wrench(qf)
         self._track_convergence(t)
-        self.testing = self.converged and t >= self.quiet_until
+        self.testing = self.converged and t >= max(self.quiet_until, self.switch_until)
         if not self.testing:
+            if self.converged and t >= self.quiet_until:
+                # a contact switch pauses the tests, but not the swing test of a leg whose
+                # evidence began in its swing (a lost leg due to land at the switch), once the
+                # base rows disagree too: a healthy foot landing early shows its force there
+                self.above_since, self.above_samples = None, 0
+                carried = self._swing_test(t, stance, carried_only=True)
+                return self._found(carried if self.statistic >= self.config.threshold else [])
             self._forget_evidence()
             return []
         swung = self._swing_test(t, stance)
@@ -264,7 +276,7 @@ class DamageDetector:
             return
         flags = tuple(sorted(stance.items()))
         if self._stance_prev is not None and flags != self._stance_prev:
-            self.quiet_until = max(self.quiet_until, t + self.config.switch_holdoff)
+            self.switch_until = max(self.switch_until, t + self.config.switch_holdoff)
         self._stance_prev = flags
 
     def _base_wrench(self, qf: np.ndarray) -> Dict[str, np.ndarray]:
@@ -364,9 +376,12 @@ class DamageDetector:
             self.detections.extend(found)
         return found
 
-    def _swing_test(self, t: float, stance: Optional[Mapping[str, bool]]) -> List[Detection]:
+    def _swing_test(self, t: float, stance: Optional[Mapping[str, bool]],
+                    carried_only: bool = False) -> List[Detection]:
         """Legs in planned swing whose joint residual shows a constraint torque through the
-        confirmation window and whose encoders show a frozen joint (module docstring)."""
+        confirmation window and whose encoders show a frozen joint (module docstring).
+        ``carried_only`` (during a contact switch's pause): only the legs whose evidence began
+        in their swing, whatever their planned contact now."""
         cfg = self.config
         worst = 0.0
         found = []
@@ -375,7 +390,8 @@ class DamageDetector:
             self.swing_statistic = 0.0
             return found
         for name, _, _, rows in self.legs:
-            if stance.get(self.leg_frame[name], True):
+            carried = carried_only and name in self.swing_above
+            if not carried and (carried_only or stance.get(self.leg_frame[name], True)):
                 self.swing_above.pop(name, None)
                 continue
             residual = np.abs(self.r[rows])
