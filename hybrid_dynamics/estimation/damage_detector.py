@@ -43,7 +43,10 @@ between processes on a loaded machine) puts residual on the joints that lift the
 The ``switch_holdoff`` pause after a planned contact switch does not stop the swing test of a
 leg whose evidence began in its swing (a leg lost just before its planned touch-down, whose
 evidence the pause used to wipe) once ``|e|`` is above its threshold too: a healthy foot that
-lands early puts its force in the base rows as well, so ``|e|`` stays small.
+lands early puts its force in the base rows as well, so ``|e|`` stays small. With such a
+leg convicted, a leg in planned swing whose joints have all stayed still since that evidence
+began is convicted with it (a pair lost at once: the second leg, lifting as the first should
+have landed, does not move although commanded to).
 
 **What happened to it** is read from the encoders over the last ``classify_window`` seconds:
 the leg's joints that stopped moving while the leg was commanded are the frozen ones; frozen
@@ -228,7 +231,9 @@ class DamageDetector:
                 # base rows disagree too: a healthy foot landing early shows its force there
                 self.above_since, self.above_samples = None, 0
                 carried = self._swing_test(t, stance, carried_only=True)
-                return self._found(carried if self.statistic >= self.config.threshold else [])
+                if not carried or self.statistic < self.config.threshold:
+                    return []
+                return self._found(carried + self._frozen_in_swing(t, stance, carried))
             self._forget_evidence()
             return []
         swung = self._swing_test(t, stance)
@@ -317,6 +322,23 @@ class DamageDetector:
         if self.calm_since is None:
             self.calm_since = t
         self.converged = t - self.started >= cfg.startup_grace and t - self.calm_since >= cfg.converged_for
+
+    def _frozen_in_swing(self, t: float, stance: Mapping[str, bool],
+                         carried: List[Detection]) -> List[Detection]:
+        """With a leg convicted in a contact switch's pause: the other legs in planned swing
+        whose joints have all stayed still since its evidence began (a pair lost at once, the
+        second leg lifting as the first should land: commanded to swing, it does not move)."""
+        since = min(d.onset for d in carried)
+        convicted = {d.leg for d in carried}
+        found = []
+        for name, _, _, _ in self.legs:
+            if name in convicted or stance.get(self.leg_frame[name], True) or not all(self._frozen(name, since)):
+                continue
+            detection = self._classify(t, name, since)
+            detection.statistic, detection.onset = self.statistic, since
+            detection.test, detection.threshold = BASE_TEST, self.config.threshold
+            found.append(detection)
+        return found
 
     def _base_test(self, t: float, contributions: Dict[str, np.ndarray],
                    swung: List[Detection]) -> Optional[List[Detection]]:
