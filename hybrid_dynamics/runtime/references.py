@@ -51,8 +51,9 @@ class GaitCore:
         self.stance = {f: True for f in self.frames}
 
     def _measured_com(self, q: np.ndarray, v: np.ndarray):
-        """The CoM of what is left at the estimate ``q`` (healthy-size): the planner aborts a
-        static gait's swing under which it sinks. (The feet come with the estimate: the base
+        """The CoM of what is left and its velocity at the estimate ``(q, v)`` (healthy-size):
+        the planner aborts a static gait's swing under which it sinks, and sits a body down
+        whose capture point leaves the feet. (The feet come with the estimate: the base
         estimator's kinematics at the same ``q``, ``BaseState.feet``.)"""
         if self.mmap is None:
             com = pin.centerOfMass(self.robot.model, self._data, q, v)
