@@ -39,6 +39,7 @@ from ..model.robot import load_robot
 COMMAND = ("bench", "controller")
 HELP = "time the whole-body QP controller's full cycle, and TSID on the same problem"
 ROBOTS = ("jethexa", "solo12", "talos", "hybrid_biped")
+DEFAULT_SOLVER = "goldfarb_idnani"   # the fastest backend on every row of the table (docs/qp.md)
 CLOSURE_TOL = 1e-10          # closed chains are timed only on states whose loops are closed
 PAPER_001_CYCLE_MS = 0.38    # paper 001's C++ estimator + model update + ID at 1 kHz
 # the whole cycle's stages: message parsing and checks; passive-joint closure and base
@@ -53,7 +54,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--cycles", type=int, default=2000, help="control cycles per robot (default 2000)")
     parser.add_argument("--solver", action="append", choices=SOLVERS, default=None,
                         help="our QP backend(s) (repeatable: each is timed on the same samples, "
-                             "the first is compared with TSID; default daqp)")
+                             f"the first is compared with TSID; default {DEFAULT_SOLVER})")
     parser.add_argument("--backends", action="store_true",
                         help=f"time every backend ({', '.join(SOLVERS)}): the comparison table")
     parser.add_argument("--workload", action="append", choices=wl.WORKLOADS, default=None,
@@ -227,7 +228,9 @@ def run(args) -> int:
         _one_thread_one_core()
     if args.cycles < 10:
         raise InputError("--cycles must be at least 10")
-    solvers = list(SOLVERS) if args.backends else (args.solver or ["daqp"])
+    solvers = args.solver or [DEFAULT_SOLVER]
+    if args.backends:
+        solvers = [DEFAULT_SOLVER] + [s for s in SOLVERS if s != DEFAULT_SOLVER]
     results = [bench_robot(n, args.cycles, solvers, not args.no_tsid, args.workload or wl.WORKLOADS)
                for n in names]
     if args.json:

@@ -19,7 +19,7 @@ from ..paths import config_dir
 # multipliers of squared accelerations (m/s^2, rad/s^2) or forces (N); gains in 1/s^2 (kp)
 # and 1/s (kd); forces in N; times in s.
 DEFAULTS: Dict[str, Any] = {
-    "solver": "proxsuite",            # proxsuite (dense) | daqp (dense active set) | osqp (sparse)
+    "solver": "proxsuite",            # proxsuite (dense) | daqp, goldfarb_idnani (dense active set) | osqp (sparse)
     "dt": 0.001,                      # control period: joint limits -> acceleration bounds
     "regularization": 1e-6,           # weight on ||dv||^2 (keeps the Hessian definite)
     # How the CoM and base-orientation references enter the QP: "standard" (tasks com and
@@ -116,8 +116,9 @@ def controller_config(robot_name: Optional[str] = None, overrides: Optional[dict
             _merge(config, doc.data, str(path), doc)
     if overrides:
         _merge(config, copy.deepcopy(overrides), "controller overrides")
-    if config["solver"] not in ("osqp", "proxsuite", "daqp"):
-        raise InputError(f"solver '{config['solver']}' is not proxsuite, daqp or osqp", field="solver")
+    if config["solver"] not in ("osqp", "proxsuite", "daqp", "goldfarb_idnani"):
+        raise InputError(f"solver '{config['solver']}' is not proxsuite, daqp, goldfarb_idnani or osqp",
+                         field="solver")
     if config["contacts"]["cone_approximation"] not in ("inner", "outer"):
         raise InputError("cone_approximation must be inner or outer", field="contacts.cone_approximation")
     if config["soft"]["condensation"] not in ("dynamic", "quasi_static"):

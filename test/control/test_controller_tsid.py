@@ -38,8 +38,9 @@ def test_torques_agree_with_tsid(name, tol):
     assert np.abs(tau_other - tau_tsid[:5]).max() > 10 * tol
 
 
+@pytest.mark.parametrize("solver", ["daqp", "goldfarb_idnani"])
 @pytest.mark.parametrize("name", ["solo12", "jethexa"])
-def test_walking_torques_agree_with_tsid(name):
+def test_walking_torques_agree_with_tsid(name, solver):
     """The walking workload (stance changes, swing-foot tasks, stance forces on their
     pyramids, torque limits binding at the peaks) is the same problem for both: the torques
     agree on cycles with active inequalities. (TALOS's walk differs by a few N m on single
@@ -48,8 +49,8 @@ def test_walking_torques_agree_with_tsid(name):
     robot = load_robot(name)
     samples = wl.walk(robot, 600)[::6]
     scale = tp.binding_torque_scale(robot, samples, tp.SAME_PROBLEM)
-    # DAQP (the bench's backend): ProxQP stops up to 0.09 N m away on a few jethexa cycles
-    ctrl = WholeBodyController(robot, dict(tp.SAME_PROBLEM, solver="daqp", limits={"torque_scale": scale}))
+    # the active-set backends (the bench's): ProxQP stops up to 0.09 N m away on a few jethexa cycles
+    ctrl = WholeBodyController(robot, dict(tp.SAME_PROBLEM, solver=solver, limits={"torque_scale": scale}))
     peer = tp.run_peer(tp.problem(robot, ctrl, samples))
     ours = tp.run_ours(ctrl, samples)
     assert all(s == 0 for s in peer["status"]) and ours["fallbacks"] == 0

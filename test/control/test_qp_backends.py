@@ -1,4 +1,4 @@
-"""Every QP backend (``solver``: proxsuite, daqp, osqp) on states whose constraints are active
+"""Every QP backend (``solver``: proxsuite, daqp, goldfarb_idnani, osqp) on states whose constraints are active
 (the walking workload of the benchmark: stance changes, stance forces on their friction
 pyramids, torque limits scaled so that they bind at the peaks): each solution satisfies the
 floating-base equation (Pinocchio's RNEA and frame Jacobians, computed in the test) to 1e-9,
@@ -16,7 +16,8 @@ from test_qp_formulation import independent_check, robot
 # OSQP (first order, fixed sparse layout) meets the physics checks but stops 1e-2 N m away
 # from the dense backends' optimum on these states, and on TALOS's walk reaches its iteration
 # limit on some states (same-cycle fallback): it is checked for physics only.
-BACKENDS = {"proxsuite": (1e-9, 1e-6, 1e-6), "daqp": (1e-9, 1e-6, 1e-6), "osqp": (1e-7, 1e-3, None)}
+BACKENDS = {"proxsuite": (1e-9, 1e-6, 1e-6), "daqp": (1e-9, 1e-6, 1e-6), "goldfarb_idnani": (1e-9, 1e-6, 1e-6),
+            "osqp": (1e-7, 1e-3, None)}
 
 
 @pytest.mark.parametrize("name", ["jethexa", "solo12", "talos"])

@@ -1,0 +1,52 @@
+"""Dense backend ``goldfarb_idnani``: the whole QP, equalities and inequalities, in one
+compiled call of Goldfarb and Idnani's dual active-set method (:mod:`.dual_active_set`, the
+algorithm of TSID's eiquadprog, written from the paper), warm-started from the previous
+cycle's active set of the same structure key.
+
+No elimination, no shortcut path of its own: the method's first point after the equalities is
+the equality-constrained minimiser, and a cycle ends there when no inequality is violated
+(counted in :attr:`shortcuts` like the null-space backends' shortcut). The equalities are
+rows of the active set from the start and every later step moves in their null space, so
+they hold to round-off; :attr:`SolveResult.exact` says so only when the kernel's residual
+``max |A_i x - b_i| / (1 + |b_i|)`` confirms it (the decoding re-solves the base rows otherwise).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import dual_active_set as das
+from .base import QPSolver, SolveResult
+
+STATUS = {das.SOLVED: "solved", das.INFEASIBLE: "infeasible",
+          das.DEPENDENT: "dependent equality rows that contradict each other",
+          das.ITERATION_LIMIT: "iteration limit"}
+NO_WARM = np.zeros(0, np.intp)
+EXACT = 1e-10                 # |A_i x - b_i| <= EXACT (1 + |b_i|): the equalities hold to round-off
+
+
+class GoldfarbIdnaniSolver(QPSolver):
+    name = "goldfarb_idnani"
+
+    def __init__(self, settings: dict):
+        self.max_iter = int(settings.get("max_iter", 1000))
+        self.tol = float(settings.get("feasibility_tol", 1e-9))
+        self.warm = {}               # structure key -> active inequality sides of its last solve
+        self.shortcuts = 0           # cycles that ended at the equality-constrained minimiser
+
+    def reset(self) -> None:
+        self.warm.clear()
+
+    def solve(self, p) -> SolveResult:
+        try:
+            x, active, status, iterations, residual = das.solve(
+                p.H, p.g, p.A, p.b, p.C, p.l, p.u, self.warm.get(p.key, NO_WARM), self.max_iter, self.tol)
+        except np.linalg.LinAlgError:
+            return SolveResult(np.zeros(p.nx), False, "Hessian not positive definite", 0, False)
+        ok = status == das.SOLVED
+        if ok:
+            self.warm[p.key] = active
+            self.shortcuts += not len(active)
+        else:                        # never warm-start from a failed solve
+            self.warm.pop(p.key, None)
+        return SolveResult(x, ok, STATUS[status], int(iterations), status in (das.INFEASIBLE, das.DEPENDENT),
+                           exact=ok and residual <= EXACT)
