@@ -189,9 +189,12 @@ class Layout:
             con.setup(self.A[s], self.b_lo[s], self.b_hi[s], self)
         for con, s in self.in_blocks:
             con.setup(self.C[s], self.l[s], self.u[s], self)
+        # each constraint's fill with its row views, made once (a view is a Python call)
+        self.fills = [(con.fill, self.A[s], self.b_lo[s], self.b_hi[s]) for con, s in self.eq_blocks] \
+            + [(con.fill, self.C[s], self.l[s], self.u[s]) for con, s in self.in_blocks]
         self.H_fix = np.zeros((self.nx, self.nx))       # cost terms that never change
         self.H_fix[np.arange(n), np.arange(n)] = f.regularization
-        self.H_cache = {}                                # active tasks -> constant Hessian
+        self.H_cache = {}       # active tasks -> (constant Hessian, gradient-only adds, full adds)
         self.x = None                                    # mapped start after a rebuild
 
     @property
@@ -345,26 +348,25 @@ class Formulation:
         if lay.nf:
             np.concatenate([st.Jp[i] for i in lay.included], out=lay.Jf)
         active = tuple(t.active(refs) for t in self.tasks)
-        H_const = lay.H_cache.get(active)
-        if H_const is None:
+        terms = lay.H_cache.get(active)
+        if terms is None:
             H_const = lay.H_fix.copy()
-            for task, on in zip(self.tasks, active):
-                if on and task.constant_hessian:
+            on = [t for t, a in zip(self.tasks, active) if a]
+            for task in on:
+                if task.constant_hessian:
                     task.add_hessian(H_const, lay)
-            lay.H_cache[active] = H_const
+            terms = lay.H_cache[active] = (H_const, [t.add_gradient for t in on if t.constant_hessian],
+                                           [t.add for t in on if not t.constant_hessian])
+        H_const, gradients, adds = terms
         H, g = lay.H, lay.g
         np.copyto(H, H_const)
         g.fill(0.0)
-        for task, on in zip(self.tasks, active):
-            if on:
-                if task.constant_hessian:
-                    task.add_gradient(g, st, lay, refs)
-                else:
-                    task.add(H, g, st, lay, refs)
-        for con, s in lay.eq_blocks:
-            con.fill(lay.A[s], lay.b_lo[s], lay.b_hi[s], st, lay)
-        for con, s in lay.in_blocks:
-            con.fill(lay.C[s], lay.l[s], lay.u[s], st, lay)
+        for add_gradient in gradients:
+            add_gradient(g, st, lay, refs)
+        for add in adds:
+            add(H, g, st, lay, refs)
+        for fill, rows, lo, hi in lay.fills:
+            fill(rows, lo, hi, st, lay)
         return lay
 
     def decode(self, lay: Layout, x: np.ndarray, exact: bool = False):

@@ -175,19 +175,41 @@ def _slack(C, l, u, p, x):
 
 
 @njit(cache=True, fastmath=FAST)
-def _most_violated(C, l, u, x, sides, is_active, tol):
-    """(side, s_p) of the most violated inactive side among ``sides`` (by more than
-    ``tol (1 + |c|)``), or (-1, 0)."""
+def _violation(c, s, worst, tol):
+    """Whether side value ``s`` (``n^T x`` against bound ``c``) is violated by more than
+    ``tol (1 + |c|)`` and more than ``worst``; a bound at ``|c| >= NO_BOUND`` never is."""
+    return abs(c) < NO_BOUND and s - c < -tol * (1.0 + abs(c)) and s - c < worst
+
+
+@njit(cache=True, fastmath=FAST)
+def _most_violated_of(C, l, u, x, sides, is_active, tol):
+    """(side, s_p) of the most violated inactive side among ``sides``, or (-1, 0)."""
     nin = C.shape[0]
     p, worst = -1, 0.0
     for w in range(len(sides)):
         j = sides[w]
         if j < 2 * nin and not is_active[j]:
             c = l[j] if j < nin else -u[j - nin]
-            if abs(c) < NO_BOUND:
-                s = _slack(C, l, u, j, x)
-                if s < -tol * (1.0 + abs(c)) and s < worst:
-                    p, worst = j, s
+            s = _slack(C, l, u, j, x) + c
+            if _violation(c, s, worst, tol):
+                p, worst = j, s - c
+    return p, worst
+
+
+@njit(cache=True, fastmath=FAST)
+def _most_violated(C, l, u, x, is_active, tol):
+    """(side, s_p) of the most violated inactive side of all, or (-1, 0); each row's
+    ``C_i x`` once for both of its sides."""
+    nin = C.shape[0]
+    p, worst = -1, 0.0
+    for i in range(nin):
+        s = 0.0
+        for k in range(C.shape[1]):
+            s += C[i, k] * x[k]
+        if not is_active[i] and _violation(l[i], s, worst, tol):
+            p, worst = i, s - l[i]
+        if not is_active[nin + i] and _violation(-u[i], -s, worst, tol):
+            p, worst = nin + i, u[i] - s
     return p, worst
 
 
@@ -236,13 +258,12 @@ def solve(H, g, A, b, C, l, u, warm, max_iter, tol):
         q += 1
     meq = q
     is_active = np.zeros(2 * nin, np.bool_)
-    every_side = np.arange(2 * nin)
     status, it = SOLVED, 0
     while True:
         # [Goldfarb 1983, Step 1]: a violated side, the previous cycle's first
-        p, worst = _most_violated(C, l, u, x, warm, is_active, tol)
+        p, worst = _most_violated_of(C, l, u, x, warm, is_active, tol)
         if p < 0:
-            p, worst = _most_violated(C, l, u, x, every_side, is_active, tol)
+            p, worst = _most_violated(C, l, u, x, is_active, tol)
         if p < 0:
             break
         if it >= max_iter:
