@@ -6,18 +6,22 @@ G_f^T (M a + h - J^T f) = (0, tau_actuated) - the base rows vanish and the actua
 the output actuator forces, which respect the ball-screw limits."""
 import numpy as np
 import pinocchio as pin
+import pytest
 
 from hybrid_dynamics.control import References, WholeBodyController
+from hybrid_dynamics.control import tsid_peer as tp
+from hybrid_dynamics.control.tsid_peer import workloads as wl
 from hybrid_dynamics.control.references import OrientationTarget, Target
 from hybrid_dynamics.dynamics.closed_chain import LoopClosureKinematics
 from hybrid_dynamics.model.robot import load_robot
 
 
-def test_hybrid_biped_projected_dynamics():
+@pytest.mark.parametrize("solver", ["proxsuite", "daqp", "goldfarb_idnani"])
+def test_hybrid_biped_projected_dynamics(solver):
     robot = load_robot("hybrid_biped")
     m = robot.model
     kin = LoopClosureKinematics(robot)
-    ctrl = WholeBodyController(robot)
+    ctrl = WholeBodyController(robot, {"solver": solver})
     q = robot.q_stand.copy()
     d = m.createData()
     pin.framesForwardKinematics(m, d, q)
@@ -55,3 +59,28 @@ def test_hybrid_biped_projected_dynamics():
         assert np.all(np.abs(out.tau_vector) <= kin.force_limits() * (1 + 1e-6))
         checked += 1
     assert checked == 6
+
+
+def test_dense_backends_agree_on_the_closed_walking_states():
+    """The bench's hybrid_biped walk (loops closed to 1e-12, stance alternating, actuator
+    forces against their limits): DAQP and the compiled dual active set agree to 1e-6 on the
+    states with an active inequality, and those are most of them."""
+    robot = load_robot("hybrid_biped")
+    samples = wl.workload(robot, "walk", 400)[::8]
+    assert wl.closure_residual(robot, samples) < 1e-10
+    frames = [c.frame for c in robot.contacts]
+    runs = {}
+    for solver in ("daqp", "goldfarb_idnani"):
+        ctrl = WholeBodyController(robot, {"solver": solver})
+        outs = []
+        for s in samples:
+            out = ctrl.update(s.q, s.v, dict(zip(frames, s.stance)), tp.references_for(s))
+            assert not out.fallback, f"{solver}: {out.status}"
+            outs.append((out, tp.active_rows(ctrl.last_problem, ctrl.last_solution) > 0))
+        runs[solver] = outs
+    active = [on for _, on in runs["daqp"]]
+    assert sum(active) >= len(samples) // 2
+    for (a, on), (b, _) in zip(runs["daqp"], runs["goldfarb_idnani"]):
+        if on:
+            assert np.abs(a.tau_vector - b.tau_vector).max() <= 1e-6 * max(1.0, np.abs(a.tau_vector).max())
+            assert np.abs(a.dv - b.dv).max() <= 1e-6 * max(1.0, np.abs(a.dv).max())
