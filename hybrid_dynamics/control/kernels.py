@@ -73,11 +73,12 @@ def swing_feet(H, g, J6, drift, feet, nrows, v, position, reference, weight, kp,
 @njit(void(F1, F1, F1, F1, F1, F1, F1, f8, f8, f8), cache=True)
 def joint_acceleration_bounds(lo, hi, q, v, q_min, q_max, v_max, T, dt, a_max):
     """Joint limits as acceleration bounds (constraints/joint_limits.py): the intersection of
-    the velocity, position and acceleration bounds; an empty one swapped (least violation)."""
+    the velocity, position and acceleration bounds; an empty one swapped (least violation).
+    A joint past a stop has that stop where it stands (it brakes, it is not sent back)."""
     c = 2.0 / (T * T)
     for k in range(len(q)):
-        low = max((-v_max[k] - v[k]) / dt, c * (q_min[k] - q[k] - v[k] * T))
-        high = min((v_max[k] - v[k]) / dt, c * (q_max[k] - q[k] - v[k] * T))
+        low = max((-v_max[k] - v[k]) / dt, c * (min(q_min[k], q[k]) - q[k] - v[k] * T))
+        high = min((v_max[k] - v[k]) / dt, c * (max(q_max[k], q[k]) - q[k] - v[k] * T))
         low = min(max(low, -a_max), a_max)
         high = min(max(high, -a_max), a_max)
         if low > high:

@@ -58,19 +58,29 @@ def test_joint_acceleration_bounds(rng):
     k = 18
     q, v = rng.uniform(-2, 2, k), rng.uniform(-8, 8, k)
     q_min, q_max = -np.abs(rng.uniform(0.5, 2, k)), np.abs(rng.uniform(0.5, 2, k))
-    q[0], v[0] = q_max[0] + 0.1, 5.0         # past its stop and moving away: bounds cross
-    v_max, T, dt, a_max = rng.uniform(3, 10, k), 0.05, 0.02, 500.0
+    v_max, T, dt, a_max = rng.uniform(3, 10, k), 0.05, 0.02, 1500.0
+    q[0], v[0] = q_max[0] + 0.1, 5.0          # past its stop and moving further: brake
+    q[1], v[1] = q_min[1] - 0.02, 0.0         # past its stop at rest: hold, not sent back
+    q[2], v[2], v_max[2] = q_max[2] - 0.01, -25.0, 3.0      # too fast inwards: bounds cross
+    q[3:] = rng.uniform(q_min[3:], q_max[3:])  # the others inside their range
+    q[3], v[3] = q_min[3] + 0.01, -40.0        # to be stopped faster than a_max allows
     lo, hi = np.zeros(k), np.zeros(k)
     kernels.joint_acceleration_bounds(lo, hi, q, v, q_min, q_max, v_max, T, dt, a_max)
     c = 2.0 / (T * T)
-    lr = np.maximum((-v_max - v) / dt, c * (q_min - q - v * T))
-    hr = np.minimum((v_max - v) / dt, c * (q_max - q - v * T))
+    # inside its range a joint keeps the full bound; past a stop the stop is where it stands
+    lr = np.maximum((-v_max - v) / dt, c * (np.minimum(q_min, q) - q - v * T))
+    hr = np.minimum((v_max - v) / dt, c * (np.maximum(q_max, q) - q - v * T))
     lr, hr = np.clip(lr, -a_max, a_max), np.clip(hr, -a_max, a_max)
     bad = lr > hr
-    assert bad.any()
+    assert bad[2] and not bad[[0, 1]].any()
     lr[bad], hr[bad] = hr[bad].copy(), lr[bad].copy()
     close(lo, lr)
     close(hi, hr)
+    assert lo[3] == hi[3] == a_max                                              # the cap binds
+    assert np.isclose(hi[0], max(-2.0 * v[0] / T, -a_max)) and lo[0] < hi[0]    # stops, goes no further
+    assert lo[1] == 0.0 < hi[1]                                                 # may stay where it is
+    inside = np.arange(3, k)
+    close(hi[inside], np.clip(np.minimum((v_max - v) / dt, c * (q_max - q - v * T)), -a_max, a_max)[inside])
 
 
 def test_dynamics_rows(rng):

@@ -8,8 +8,17 @@ joint already over its speed limit is slowed down over ``T_v`` rather than in on
     position:  2 (q_min - q - v T) / T^2 <= a <= 2 (q_max - q - v T) / T^2
     and        |a| <= a_max.
 
-The bounds are the intersection. When it is empty (a joint already past a stop, or moving too
-fast to stop in time) the pair is replaced by the gap between them, the least violation.
+The bounds are the intersection. When it is empty (a joint moving too fast to stop in time)
+the pair is replaced by the gap between them, the least violation.
+
+**A joint already past a stop is only stopped, not sent back**: its position bound takes the
+stop where the joint stands, ``q_max <- max(q_max, q)`` (``q_min <- min(q_min, q)``), so it
+asks ``a <= -2 v / T``: brake to rest within ``T``, go no further. A stance leg pushed past its
+stop by the body's weight (MuJoCo's joint limits are soft: a tibia 0.016 rad past its 2.40 rad
+stop with the body down on the floor) was asked to be back inside within ``T``, which the held
+foot forbids: the hard QP was infeasible and its slack problem solved every such cycle
+(jethexa campaign, legs 1+3 lost at phase 1: 68 cycles). A joint inside its range keeps the
+full bound.
 One compiled call per cycle (:func:`~hybrid_dynamics.control.kernels.joint_acceleration_bounds`).
 These rows are *soft*: if the QP with them is infeasible, the same cycle solves again with a
 slack per row (weight ``slack_weight``): physics (dynamics, cones, torque limits) stays hard.
