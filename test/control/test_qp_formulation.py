@@ -150,21 +150,26 @@ def test_fallback_never_nan():
     assert ctrl.stats["fallbacks"] == 1
 
 
+def past_the_stops(solver, speed):
+    """jethexa on six feet with every joint 0.05 rad past its upper stop, moving further at
+    ``speed``: (robot, controller, q, v, stance, output)."""
+    r = robot("jethexa")
+    ctrl = WholeBodyController(r, {"solver": solver})
+    q = r.q_stand.copy()
+    q[7:] = r.model.upperPositionLimit[7:] + 0.05
+    v = np.zeros(r.nv)
+    v[6:] = speed
+    stance = {c.frame: True for c in r.contacts}
+    return r, ctrl, q, v, stance, ctrl.update(q, v, stance, References.hold(com=[0, 0, 0.1]))
+
+
 @pytest.mark.parametrize("solver", ["proxsuite", "osqp"])
 def test_joint_limits_are_soft(solver):
     """Every joint past its upper stop and moving further: the acceleration bounds (all
     joints must brake) cannot hold with six feet on the ground, the hard QP is infeasible,
     and the slacks solve it in the same cycle without a fallback; physics (dynamics, cones)
     still holds."""
-    r = robot("jethexa")
-    m = r.model
-    ctrl = WholeBodyController(r, {"solver": solver})
-    q = r.q_stand.copy()
-    q[7:] = m.upperPositionLimit[7:] + 0.05
-    v = np.zeros(r.nv)
-    v[6:] = 0.5
-    stance = {c.frame: True for c in r.contacts}
-    out = ctrl.update(q, v, stance, References.hold(com=[0, 0, 0.1]))
+    r, ctrl, q, v, stance, out = past_the_stops(solver, 0.5)
     assert not out.fallback
     assert out.relaxed and ctrl.stats["relaxed"] == 1 and ctrl.stats["infeasible"] == 1
     independent_check(r, ctrl, q, v, stance, out, tol_dyn=1e-6, tol_cone=1e-4)
@@ -177,14 +182,7 @@ def test_a_joint_past_its_stop_is_stopped_not_sent_back(solver):
     position horizon, the joints could not all move with the feet held: the hard QP was
     infeasible and only its slack problem solved it. Stopped where they stand, the hard QP
     solves, and no joint accelerates further past its stop."""
-    r = robot("jethexa")
-    m = r.model
-    ctrl = WholeBodyController(r, {"solver": solver})
-    q = r.q_stand.copy()
-    q[7:] = m.upperPositionLimit[7:] + 0.05
-    v = np.zeros(r.nv)
-    stance = {c.frame: True for c in r.contacts}
-    out = ctrl.update(q, v, stance, References.hold(com=[0, 0, 0.1]))
+    r, ctrl, q, v, stance, out = past_the_stops(solver, 0.0)
     assert not out.fallback and not out.relaxed
     assert ctrl.stats["infeasible"] == 0 and ctrl.stats["relaxed"] == 0
     assert out.dv[6:].max() <= 1e-5
