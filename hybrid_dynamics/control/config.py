@@ -19,7 +19,7 @@ from ..paths import config_dir
 # multipliers of squared accelerations (m/s^2, rad/s^2) or forces (N); gains in 1/s^2 (kp)
 # and 1/s (kd); forces in N; times in s.
 DEFAULTS: Dict[str, Any] = {
-    "solver": "proxsuite",            # proxsuite (dense) | daqp, goldfarb_idnani (dense active set) | osqp (sparse)
+    "solver": "goldfarb_idnani",      # goldfarb_idnani, daqp (dense active set) | proxsuite (dense) | osqp (sparse)
     "dt": 0.001,                      # control period: joint limits -> acceleration bounds
     "regularization": 1e-6,           # weight on ||dv||^2 (keeps the Hessian definite)
     # How the CoM and base-orientation references enter the QP: "standard" (tasks com and

@@ -132,7 +132,7 @@ WHOLE_BODY_CONTROLLER: Spec = {
                               "cycle per joint state (lock-step simulation, deterministic replay); thread: "
                               "cycle at update_rate in the node's own thread at absolute deadlines, on the "
                               "latest inputs (a real robot at 1 kHz; not under use_sim_time)"),
-    "solver": Param("", "QP solver: daqp, proxsuite or osqp; empty: the controller configuration's"),
+    "solver": Param("", "QP solver: goldfarb_idnani, daqp, proxsuite or osqp; empty: the controller configuration's"),
     "commands_topic": Param("/effort_controller/commands", "std_msgs/Float64MultiArray out"),
     "actuator_forces_topic": Param("~/actuator_forces", "closed chains: actuator forces, order of actuators"),
     "safe_mode_damping": Param(1.0, "N m s/rad of the safe-mode damping torques", POSITIVE),
