@@ -105,6 +105,7 @@ class Helicoid:
     tips: MaterialPoints
     statics: Statics
     regulator: ca.Function
+    damping: ca.Function
     build_seconds: float
 
     @classmethod
@@ -119,7 +120,10 @@ class Helicoid:
         residual = ca.vertcat(statics.residual(q, ca.vertcat(ca.MX.zeros(tree.nv), u)),   # Eq. (55)
                               TIP_WEIGHT * (tips - td))
         regulator = with_tangent(ca.Function("regulator", [x, td], [residual]).expand())
-        return cls(tree, act, MaterialPoints(tree, TIPS), statics, regulator, time.perf_counter() - start)
+        v, qs = ca.MX.sym("v", tree.nv), ca.MX.sym("q", tree.nq)
+        _, _, elastic = tree.symbolic()
+        damping = with_tangent(ca.Function("damping", [v, qs], [elastic(qs, v)]).expand())   # d s / d qdot
+        return cls(tree, act, MaterialPoints(tree, TIPS), statics, regulator, damping, time.perf_counter() - start)
 
     def regulated_equilibrium(self, q0, u0, td):
         """(q_eq, u_eq): the equilibrium g + s = A(q) u [Pustina 2024, Eq. (55)] whose tips are
@@ -164,7 +168,15 @@ def stiff_jacobian(model: Helicoid):
     integrator. With the PFBL input, ``vdot = M^-1 J_y^T Lambda (a - Jdot_y v) - P h``,
     ``P = M^-1 - M^-1 J_y^T Lambda J_y M^-1`` (the input cancels h along the outputs); h's
     stiff part is ``K_T dq + eta K_T dv`` (K_T: the statics tangent at the current tensions)
-    and a's is ``-K_P J_y dq - K_D J_y dv``; the change of M, J_y and the bias is left out."""
+    and a's is ``-K_P J_y dq - K_D J_y dv``; the change of M, J_y and the bias is left out.
+
+    The damping tangent is ``d s / d qdot = eta K_e(q)`` (by AD of the visco-elastic force),
+    *not* ``eta K_T``: K_T also holds the tendons' geometric stiffness ``-(dA/dq) u`` and
+    gravity's, which the Kelvin-Voigt law does not damp. With ``eta K_T`` the Jacobian was
+    right at the unloaded straight pose but 25 % off in the stiffest entries at the loaded
+    equilibria (300 N): the integrator's Newton iteration contracted by 0.78 per iteration
+    at a 1 ms step instead of 0.006, and the step collapsed as the tensions grew (the cost per
+    simulated second grew with the horizon)."""
     tree, act, n = model.tree, model.actuation, model.tree.nv
 
     def jacobian(t, q, v):
@@ -175,8 +187,9 @@ def stiff_jacobian(model: Helicoid):
         u = Lam @ (Jy @ np.linalg.solve(M, h))                     # the input's part that holds h
         P = np.linalg.inv(M) - MinvJt @ Lam @ MinvJt.T
         K = model.statics.tangent(q, u=u)
+        D = np.array(model.damping(v, q)[1])
         G = MinvJt @ Lam @ Jy
-        return np.block([[np.zeros((n, n)), np.eye(n)], [-P @ K - KP * G, -ETA * P @ K - KD * G]])
+        return np.block([[np.zeros((n, n)), np.eye(n)], [-P @ K - KP * G, -P @ D - KD * G]])
     return jacobian
 
 

@@ -71,6 +71,30 @@ def test_straight_pose_output_has_full_rank(model):
     assert np.linalg.matrix_rank(Jy, tol=1e-6) == 9
 
 
+def test_integrator_jacobian_matches_finite_differences_at_a_loaded_equilibrium(model, reference):
+    """The approximate closed-loop Jacobian the integrator's Newton iteration uses, against
+    central differences of the closed loop, at the first regulated equilibrium (tendons at
+    about 300 N): the Newton iteration ``(I - h J_a)^-1 h (J - J_a)`` at a 1 ms step must
+    contract fast. With the damping tangent taken as ``eta K_T`` (the tendons' geometric
+    stiffness damped too) it contracted by 0.78 and the step collapsed as tensions grew."""
+    n = model.tree.nv
+    q = reference["q"][0]
+    step = helicoid.closed_loop(model, reference["spline"])
+    assert np.abs(reference["u"][0]).max() > 100.0                    # loaded
+
+    def f(z):
+        return np.concatenate([z[n:], step(0.0, z[:n], z[n:])[1]])
+    z = np.concatenate([q, np.zeros(n)])
+    eps = 1e-7
+    J = np.column_stack([(f(z + eps * e) - f(z - eps * e)) / (2 * eps) for e in np.eye(2 * n)])
+    Ja = helicoid.stiff_jacobian(model)(0.0, q, np.zeros(n))
+    h = 1e-3
+    contraction = np.abs(np.linalg.eigvals(np.linalg.solve(np.eye(2 * n) - h * Ja, h * (J - Ja)))).max()
+    print(f"Newton contraction at h = 1 ms: {contraction:.4f}")
+    assert contraction < 0.05
+    assert np.abs(J - Ja)[n:, n:].max() < 0.02 * np.abs(J[n:, n:]).max()      # the damping block
+
+
 def test_pfbl_error_follows_the_exact_linear_error_dynamics(model, reference):
     res = helicoid.track(model, reference["spline"], 0.2, samples=5)
     e = res["y"] - res["y_ref"]
