@@ -13,6 +13,20 @@ with ``v_index``)::
 force the model does not explain. For the robot the model describes, that is only the contact
 forces: ``r = sum_i J_i^T f_i``.
 
+**On a robot with soft modules** (soft feet, soft/leaves.py) the observer runs on the soft
+robot's model: coordinates ``(q_r, q_s)`` with the deformation coordinates the plant reports
+(the pads' ``<module>_q0..``), M and ``h = C v + g + K q_s + D v_s`` from one
+:class:`~hybrid_dynamics.soft.leaves.SoftLeaves` evaluation [Pustina 2024, Alg. 3], so the
+pads' mass, springs and dampers are in the residual and its rows include the deformation
+coordinates. With only M and h, the momentum balance is integrated as ``int M dv``
+(``p - int Mdot v``, trapezoidal: ``1/2 (M_k + M_k-1)(v_k - v_k-1)``) against
+``int (tau - h + r)``; each foot force is read from the leg's joint rows as above, acting at
+the pad's deformed contact point (the pad's Jacobian, soft/leaves.py). The pad's own rows are
+not used for it: in MuJoCo their axial row follows the foot's normal force to 5-10 % only
+(the plant's pseudo-rigid pad against the controller's CC rod, docs/soft.md), and the least
+squares over the joint and pad rows raised the healthy ``|e|`` (median 6.3 N against 3.0 N
+over a tripod walk: the observer never converged).
+
 **Per-leg test.** A leg's joint rows give its own foot force exactly, ``f_i = J_leg,i^-T
 r_leg,i`` (a 3-joint leg, square Jacobian), whatever the contact state. The base rows must
 then agree with the sum of those forces::
@@ -80,8 +94,9 @@ from typing import Deque, Dict, List, Mapping, Optional, Tuple
 import numpy as np
 import pinocchio as pin
 
-from ..errors import reject_unknown_settings
+from ..errors import InputError, reject_unknown_settings
 from ..model.morphology import Morphology, MorphologyMap
+from ..soft.leaves import SoftLeaves
 
 BASE_TEST = "base wrench |e|"                  # the whole-robot test (N, moments / moment_arm)
 SWING_TEST = "swing-leg joint residual"        # the swing-leg joint test (N m)
@@ -164,6 +179,7 @@ class DamageDetector:
         self.calm_since: Optional[float] = None    # |e| under half the threshold since then
         self.converged = False
         self.gaps = 0                              # intervals longer than max_gap, not integrated
+        self.healthy_leaves = SoftLeaves(robot) if robot.soft_modules else None
         self.set_morphology(Morphology.healthy(robot), None)
 
     # ------------------------------------------------------------------ morphology
@@ -180,6 +196,15 @@ class DamageDetector:
         self.legs = []
         self.leg_frame: Dict[str, str] = {}
         self.row_joint: Dict[str, List[int]] = {}
+        self.leaves = None if self.healthy_leaves is None else self.healthy_leaves.for_morphology(self.map)
+        # the observer's coordinates: the morphology's rigid velocities, then the surviving pads'
+        self.obs_index = vi if self.leaves is None else np.concatenate([vi, m.nv + np.arange(self.leaves.ns)])
+        self.pad: Dict[str, int] = {}        # leg -> its pad's contact point (soft/leaves.py order)
+        if self.leaves is not None:
+            contacts = [self.leaves.roots.index(r) for r in self.leaves.contact_roots]
+            for k, g in enumerate(sorted(contacts)):
+                joint = m.frames[self.leaves.root_ids[g]].parentJoint
+                self.pad[next(l.name for l in self.map.legs if joint in l.joints)] = k
         for leg in self.map.legs:
             contact = next((c for c in self.map.contacts if c.leg == leg.name), None)
             # the leg's surviving joints: (index in leg.joints, velocity column)
@@ -191,8 +216,9 @@ class DamageDetector:
                               np.array([pos[c] for c in cols])))
             self.leg_frame[leg.name] = contact.frame
             self.row_joint[leg.name] = [k for k, _ in kept]     # the leg's joint of each of its rows of r
-        self.r = np.zeros(len(vi))
+        self.r = np.zeros(len(self.obs_index))
         self.integral = None
+        self.M_prev = None
         self.t_prev = None
         self.quiet_until = -np.inf if t is None else t + self.config.holdoff
         self.switch_until = -np.inf                # the pause after a planned contact switch
@@ -209,19 +235,28 @@ class DamageDetector:
 
     # ------------------------------------------------------------------ the cycle
     def update(self, t: float, q: np.ndarray, v: np.ndarray, tau: np.ndarray,
-               stance: Optional[Mapping[str, bool]] = None) -> List[Detection]:
+               stance: Optional[Mapping[str, bool]] = None, q_soft: Optional[np.ndarray] = None,
+               v_soft: Optional[np.ndarray] = None) -> List[Detection]:
         """``q``, ``v`` healthy-size (Pinocchio conventions), ``tau`` the torques of every 1-DoF
         joint (healthy size, Pinocchio order) *applied since the previous call* (their mean
-        over the interval), ``stance`` the planned contact flags (frame -> bool) at ``t``: for
+        over the interval), ``q_soft``, ``v_soft`` the deformation coordinates of every soft
+        module (healthy size, a robot with soft modules only), ``stance`` the planned contact
+        flags (frame -> bool) at ``t``: for
         ``switch_holdoff`` after any of them changes nothing is tested (the base velocity
         estimate jumps at contact switches, and so does the residual). Returns the legs
         detected in this cycle (usually none)."""
         qf = self.map.expand_q(self.map.reduce_q(q))
         vf = self.map.expand_v(self.map.reduce_v(v))
+        if self.leaves is not None:
+            if q_soft is None or v_soft is None:
+                raise InputError(f"robot '{self.robot.name}' has soft modules: the damage detector needs their "
+                                 "deformation coordinates (q_soft, v_soft)", field="q_soft")
+            qf = np.concatenate([qf, np.asarray(q_soft, float)[self.leaves.kept]])
+            vf = np.concatenate([vf, np.asarray(v_soft, float)[self.leaves.kept]])
         self._observe(t, qf, vf, tau)
         self._record(t, q, tau)
         self._note_stance(t, stance)
-        contributions = self._base_wrench(qf)
+        contributions = self._base_wrench(qf, vf)
         self._track_convergence(t)
         self.testing = self.converged and t >= max(self.quiet_until, self.switch_until)
         if not self.testing:
@@ -245,14 +280,8 @@ class DamageDetector:
     def _observe(self, t: float, qf: np.ndarray, vf: np.ndarray, tau: np.ndarray) -> None:
         """One step of the momentum observer ``r`` (module docstring); an interval longer
         than ``max_gap`` is held over, not integrated."""
-        cfg, m, d, vi = self.config, self.model, self.data, self.vi
-        M = pin.crba(m, d, qf)
-        M = np.triu(M) + np.triu(M, 1).T
-        C = pin.computeCoriolisMatrix(m, d, qf, vf)
-        g = pin.computeGeneralizedGravity(m, d, qf)
-        vr = vf[vi]
-        p = M[np.ix_(vi, vi)] @ vr
-        h = C[np.ix_(vi, vi)].T @ vr - g[vi]
+        cfg = self.config
+        p, h = self._momentum(qf, vf)
         if self.started is None:
             self.started = t
         if self.integral is None:
@@ -268,13 +297,34 @@ class DamageDetector:
             self.h_prev = h
             self.quiet_until = max(self.quiet_until, t + cfg.resync)
             return
-        tau_full = np.zeros(m.nv)
-        tau_full[6:] = tau
+        tau_full = np.zeros(len(vf))
+        tau_full[6:self.model.nv] = tau
         # tau was applied over the interval (its mean); the state terms are integrated with
         # the trapezoidal rule
-        self.integral += (tau_full[vi] + 0.5 * (h + self.h_prev) + self.r) * dt
+        self.integral += (tau_full[self.obs_index] + 0.5 * (h + self.h_prev) + self.r) * dt
         self.h_prev = h
         self.r = cfg.gain * (p - self.integral)
+
+    def _momentum(self, qf: np.ndarray, vf: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+        """(p, f) of the observer's coordinates: ``dp/dt = tau + f + external``. Rigid:
+        ``p = M v``, ``f = C^T v - g`` (Pinocchio). Soft: ``f = -h`` (C v + g + K q_s + D v_s)
+        and p the running ``int M dv`` (``p - int Mdot v``: no C is formed), trapezoidal."""
+        idx = self.obs_index
+        if self.leaves is None:
+            m, d, vi = self.model, self.data, self.vi
+            M = pin.crba(m, d, qf)
+            M = np.triu(M) + np.triu(M, 1).T
+            C = pin.computeCoriolisMatrix(m, d, qf, vf)
+            g = pin.computeGeneralizedGravity(m, d, qf)
+            return M[np.ix_(vi, vi)] @ vf[vi], C[np.ix_(vi, vi)].T @ vf[vi] - g[vi]
+        M, h = self.leaves.mass_and_nle(qf, vf)
+        M, v = M[np.ix_(idx, idx)], vf[idx]
+        if self.M_prev is None:
+            self.p_soft = M @ v
+        else:
+            self.p_soft = self.p_soft + 0.5 * (M + self.M_prev) @ (v - self.v_prev)
+        self.M_prev, self.v_prev = M, v
+        return self.p_soft.copy(), -h[idx]
 
     def _note_stance(self, t: float, stance: Optional[Mapping[str, bool]]) -> None:
         if stance is None:
@@ -284,16 +334,22 @@ class DamageDetector:
             self.switch_until = max(self.switch_until, t + self.config.switch_holdoff)
         self._stance_prev = flags
 
-    def _base_wrench(self, qf: np.ndarray) -> Dict[str, np.ndarray]:
+    def _base_wrench(self, qf: np.ndarray, vf: np.ndarray) -> Dict[str, np.ndarray]:
         """Each leg's foot force from its joint rows of ``r``, its base wrench, and ``e``
         (the base rows minus those wrenches, ``self.e``, norm ``self.statistic``)."""
         m, d = self.model, self.data
-        pin.computeJointJacobians(m, d, qf)
-        pin.updateFramePlacements(m, d)
+        if self.leaves is None:
+            pin.computeJointJacobians(m, d, qf)
+            pin.updateFramePlacements(m, d)
+        else:             # the contact material points of the pads, at the last model update
+            points = self.leaves.contact_points(qf, vf, updated=True)[1]
         e = self.r[:6].copy()
         contributions = {}
         for name, fid, cols, rows in self.legs:
-            J = pin.getFrameJacobian(m, d, fid, pin.LOCAL_WORLD_ALIGNED)[:3]
+            if name in self.pad:
+                J = points[3 * self.pad[name]:3 * self.pad[name] + 3, :m.nv]
+            else:
+                J = pin.getFrameJacobian(m, d, fid, pin.LOCAL_WORLD_ALIGNED)[:3]
             J_leg = J[:, cols]
             if len(cols) == 3:
                 f = np.linalg.solve(J_leg.T, self.r[rows])

@@ -18,7 +18,8 @@ from ..estimation.damage_detector import DamageDetector
 from ..model.damage_events import apply_damage_yaml, morphology_to_yaml
 from ..model.morphology import Morphology, MorphologyMap
 from ..runtime.detector_inputs import DetectorInputs
-from ..runtime.inputs import JointStateMatcher, cycle_stance, stamp_to_sec
+from ..runtime.inputs import JointStateBuffer, JointStateMatcher, cycle_stance, stamp_to_sec
+from ..soft.coordinates import coordinate_names
 from . import params as P
 from .node_base import BaseNode, spin_node
 from .qos import LATCHED_QOS, QUEUED_SENSOR_QOS, SENSOR_QOS, STATE_QOS
@@ -57,6 +58,9 @@ class MorphologyManagerNode(BaseNode):
         if self.p["detector"]:
             self.detector = DamageDetector(self.robot, self.p["damage_detector"])
             self.inputs = DetectorInputs([c.frame for c in self.robot.contacts])
+            # a soft-footed robot's detector runs on the soft model: the pads' coordinates
+            # come in /joint_states beside the joints (estimation/damage_detector.py)
+            self.deformation = JointStateBuffer(coordinate_names(self.robot)) if self.robot.soft_modules else None
             self.create_subscription(Odometry, self.p["odometry_topic"], self._on_odom, STATE_QOS,
                                      callback_group=self.group)
             self.create_subscription(JointState, self.p["joint_states_full_topic"], self._on_estimate, STATE_QOS,
@@ -137,7 +141,8 @@ class MorphologyManagerNode(BaseNode):
         for sample in self.inputs.ready():
             if not (np.all(np.isfinite(sample.q)) and np.all(np.isfinite(sample.v))):
                 continue
-            found = self.detector.update(sample.t, sample.q, sample.v, sample.tau, sample.stance)
+            found = self.detector.update(sample.t, sample.q, sample.v, sample.tau, sample.stance,
+                                         sample.q_soft, sample.v_soft)
             det = self.detector
             self.detector_pub.publish(Float64MultiArray(data=[det.statistic if det.testing else float("nan"),
                                                               float(det.config.threshold)]))
@@ -184,7 +189,11 @@ class MorphologyManagerNode(BaseNode):
             tau = np.zeros(len(self.robot.joint_names))
             eff = np.asarray(msg.effort, dtype=float)[src]
             tau[dst] = np.where(np.isfinite(eff), eff, 0.0)
-            self.inputs.add_effort(stamp_to_sec(msg.header.stamp), tau)
+            deformation = None
+            if self.deformation is not None:
+                self.deformation.add(msg, now)     # absent from a message: the last value stays
+                deformation = (self.deformation.q.copy(), self.deformation.v.copy())
+            self.inputs.add_effort(stamp_to_sec(msg.header.stamp), tau, deformation)
             self._run_detector()
 
     def _detect(self) -> None:

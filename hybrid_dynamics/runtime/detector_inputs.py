@@ -34,6 +34,8 @@ class DetectorSample:
     v: np.ndarray
     tau: np.ndarray                     # mean effort over (previous t, t]
     stance: Optional[Dict[str, bool]]   # planned at t (None: no stance source)
+    q_soft: Optional[np.ndarray] = None  # soft modules' deformation coordinates at t (soft robots)
+    v_soft: Optional[np.ndarray] = None
 
 
 class DetectorInputs:
@@ -44,7 +46,7 @@ class DetectorInputs:
         self.frames = list(frames)
         self.use_stance = use_stance
         self.max_wait = max_wait
-        self.efforts: Deque[Tuple[float, np.ndarray]] = deque(maxlen=max_efforts)
+        self.efforts: Deque[Tuple[float, np.ndarray, Optional[Tuple]]] = deque(maxlen=max_efforts)
         self.stances: Deque[Tuple[float, Dict[str, bool]]] = deque(maxlen=256)
         self.bases: Dict[float, Tuple[np.ndarray, np.ndarray]] = {}
         self.joints: Dict[float, Tuple[np.ndarray, np.ndarray]] = {}
@@ -53,8 +55,10 @@ class DetectorInputs:
         self.dropped = 0                 # estimates that could not be completed
 
     # ---------------------------------------------------------------- the streams
-    def add_effort(self, t: float, tau: np.ndarray) -> None:
-        self.efforts.append((t, tau))
+    def add_effort(self, t: float, tau: np.ndarray, deformation: Optional[Tuple[np.ndarray, np.ndarray]] = None) -> None:
+        """One ``/joint_states``' efforts and, on a robot with soft modules, the deformation
+        coordinates (q_s, v_s) of the same message (the plant reports them beside the joints)."""
+        self.efforts.append((t, tau, deformation))
 
     def add_stance(self, t: float, flags: Sequence[float]) -> None:
         """One ``~/cycle`` record's stamp and stance flags (one per contact frame)."""
@@ -100,22 +104,25 @@ class DetectorInputs:
         stance_done = not self.use_stance or (bool(self.stances) and self.stances[-1][0] >= t)
         if not (efforts_done and stance_done):
             return None if newest - t > self.max_wait else "wait"
-        tau = self._mean_effort(t)
+        tau, deformation = self._mean_effort(t)
         stance = self._stance_at(t) if self.use_stance else None
         if tau is None or (self.use_stance and stance is None):
             return None
         (q7, v6), (qj, vj) = self.bases[t], self.joints[t]
         self.t_prev = t
-        return DetectorSample(t, np.concatenate([q7, qj]), np.concatenate([v6, vj]), tau, stance)
+        return DetectorSample(t, np.concatenate([q7, qj]), np.concatenate([v6, vj]), tau, stance,
+                              *(deformation or (None, None)))
 
-    def _mean_effort(self, t: float) -> Optional[np.ndarray]:
-        """Mean of the efforts stamped in (previous sample, t] (the first sample: at t);
-        older efforts are forgotten."""
+    def _mean_effort(self, t: float) -> Tuple[Optional[np.ndarray], Optional[Tuple]]:
+        """Mean of the efforts stamped in (previous sample, t] (the first sample: at t) and
+        the deformation coordinates of the last of them; older efforts are forgotten."""
         start = self.t_prev if self.t_prev is not None else t - 1e-9
-        window = [tau for s, tau in self.efforts if start < s <= t]
+        window = [(tau, deformation) for s, tau, deformation in self.efforts if start < s <= t]
         while self.efforts and self.efforts[0][0] <= t:
             self.efforts.popleft()
-        return np.mean(window, axis=0) if window else None
+        if not window:
+            return None, None
+        return np.mean([w[0] for w in window], axis=0), window[-1][1]
 
     def _stance_at(self, t: float) -> Optional[Dict[str, bool]]:
         """The last stance planned at or before ``t`` (older ones forgotten)."""

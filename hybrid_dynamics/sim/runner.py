@@ -112,7 +112,7 @@ class ScenarioRun:
         """Estimate hook: the damage detector on the estimate and the torques applied since
         the last cycle; a detection is a morphology change before this cycle's command."""
         detections = self.detector.update(t, state.q, state.v, self.pipeline.state.buffer.tau,
-                                          self.pipeline.state.stance)
+                                          self.pipeline.state.stance, state.q_soft, state.v_soft)
         if not detections:
             return
         if self.detection_t is None:
