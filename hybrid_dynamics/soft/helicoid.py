@@ -53,7 +53,7 @@ from hybrid_dynamics.soft.joints import FixedJoint
 from hybrid_dynamics.soft.kinematics import MaterialPoints, symbolic_points
 from hybrid_dynamics.soft.lvp import LVPBody
 from hybrid_dynamics.soft.module import Module
-from hybrid_dynamics.soft.motion import Statics, newton, simulate, with_tangent
+from hybrid_dynamics.soft.motion import Statics, damping_tangent, newton, simulate, with_tangent
 from hybrid_dynamics.soft.pfbl import CollocatedPFBL
 from hybrid_dynamics.soft.tree import SoftTree
 
@@ -120,10 +120,8 @@ class Helicoid:
         residual = ca.vertcat(statics.residual(q, ca.vertcat(ca.MX.zeros(tree.nv), u)),   # Eq. (55)
                               TIP_WEIGHT * (tips - td))
         regulator = with_tangent(ca.Function("regulator", [x, td], [residual]).expand())
-        v, qs = ca.MX.sym("v", tree.nv), ca.MX.sym("q", tree.nq)
-        _, _, elastic = tree.symbolic()
-        damping = with_tangent(ca.Function("damping", [v, qs], [elastic(qs, v)]).expand())   # d s / d qdot
-        return cls(tree, act, MaterialPoints(tree, TIPS), statics, regulator, damping, time.perf_counter() - start)
+        return cls(tree, act, MaterialPoints(tree, TIPS), statics, regulator, damping_tangent(tree),
+                   time.perf_counter() - start)
 
     def regulated_equilibrium(self, q0, u0, td):
         """(q_eq, u_eq): the equilibrium g + s = A(q) u [Pustina 2024, Eq. (55)] whose tips are

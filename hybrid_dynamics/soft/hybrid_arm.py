@@ -31,7 +31,8 @@ paper leaves out (also in the reproduction's JSON):
   q_f; the arm's PFBL accounts for the tendon and pressure forces of the same instant;
 - the start: the whole arm straight (q = 0) at rest, soft parts at their equilibrium under
   gravity (the rod hangs, bent 0.70 rad); integration by scipy's BDF (rtol 1e-6): the
-  gripper's modes are stiff;
+  gripper's modes are stiff; its Newton iteration uses the approximate closed-loop Jacobian of
+  :func:`stiff_jacobian` (scipy's finite differences took 22 right-hand sides each);
 - ``run`` takes shorter phases for the test (the arm's cubic is scaled in time; the rod's and
   gripper's laws are unchanged).
 """
@@ -49,7 +50,7 @@ from hybrid_dynamics.soft.from_pinocchio import modules_from_pinocchio
 from hybrid_dynamics.soft.joints import FixedJoint, Placement
 from hybrid_dynamics.soft.lvp import LVPBody
 from hybrid_dynamics.soft.module import Module
-from hybrid_dynamics.soft.motion import Statics, simulate
+from hybrid_dynamics.soft.motion import Statics, damping_tangent, simulate
 from hybrid_dynamics.soft.pfbl import CollocatedPFBL
 from hybrid_dynamics.soft.tree import SoftTree
 
@@ -130,6 +131,38 @@ class ThreePhaseController:
         return tau, soft, np.linalg.solve(M, self.S.T @ tau - h_rest)
 
 
+def stiff_jacobian(tree: SoftTree, actuation: Actuation, control: ThreePhaseController):
+    """(t, q, v) -> an approximate d(qdot, vdot)/d(q, v) of the three-phase closed loop for the
+    implicit integrator. The arm's PFBL (outputs q_arm, ``S = [I 0]``) leaves
+    ``vdot = M^-1 S^T Lambda a - P h_r`` with ``P = M^-1 - M^-1 S^T Lambda S M^-1`` and
+    ``h_r = h - A u``. From (ii) on, the tendons put ``f = K_P (q_f - q) - K_D qdot + g + s``
+    on the rod's rows exactly, so h_r's tangents are ``K_T(q, p) + E K_P E^T - E E^T K_0`` and
+    ``D + E K_D E^T`` (K_T: the statics tangent with the chamber's pressure p, K_0: without
+    input, D = d s / d qdot by AD, E: the rod's rows); a's are ``-K_P``, ``-K_D`` on the arm's.
+    The change of M is left out (as for the helicoid, soft/helicoid.py)."""
+    n, rod = tree.nv, control.rod
+    statics, damping = Statics(tree, range(tree.nq), actuation), damping_tangent(tree)
+    E = np.eye(n)[:, rod]
+    S = control.S
+
+    def jacobian(t, q, v):
+        M, _ = tree.mid(q, v)
+        Minv = np.linalg.inv(M)
+        MinvSt = Minv @ S.T
+        Lam = np.linalg.inv(S @ MinvSt)
+        P = Minv - MinvSt @ Lam @ MinvSt.T
+        G = MinvSt @ Lam @ S
+        K0 = statics.tangent(q)
+        K, D = K0, np.array(damping(v, q)[1])
+        if t >= control.phases[0]:
+            u = np.zeros(actuation.m)
+            u[3:] = control.soft_inputs(t, q, v)[3:]                   # the pressure only
+            K = statics.tangent(q, u=u) + E @ np.diag(ROD_KP) @ E.T - E @ E.T @ K0
+            D = D + E @ np.diag(ROD_KD) @ E.T
+        return np.block([[np.zeros((n, n)), np.eye(n)], [-P @ K - ARM_KP * G, -P @ D - ARM_KD * G]])
+    return jacobian
+
+
 def run(phases=PHASES, samples: int = 121) -> Dict[str, np.ndarray]:
     """The closed loop over the three phases (``phases``: their end times; shorter ones scale
     the arm's cubic in time)."""
@@ -139,7 +172,8 @@ def run(phases=PHASES, samples: int = 121) -> Dict[str, np.ndarray]:
     q0 = Statics(tree, free).solve(np.zeros(tree.nq))
 
     t, qs, vs = simulate(tree, q0, np.zeros(tree.nv), phases[-1], samples=samples, method="BDF", rtol=1e-6,
-                         atol=1e-9, acceleration=lambda t, q, v: control(t, q, v)[2])
+                         atol=1e-9, acceleration=lambda t, q, v: control(t, q, v)[2],
+                         jacobian=stiff_jacobian(tree, act, control))
     inputs = [np.concatenate(control(tk, q, v)[:2]) for tk, q, v in zip(t, qs, vs)]
     refs = [arm_reference(tk * PHASES[0] / phases[0])[0] for tk in t]
     return {"t": t, "q": qs, "v": vs, "u": np.array(inputs), "arm_ref": np.array(refs),

@@ -58,6 +58,15 @@ def with_tangent(residual: ca.Function) -> ca.Function:
     return ca.Function(f"{residual.name()}_tangent", [x, p], [r, J])
 
 
+def damping_tangent(tree: SoftTree) -> ca.Function:
+    """(qdot, q) -> (s, d s / d qdot): the visco-elastic force and its velocity tangent by AD
+    (``eta K_e(q)`` for Kelvin-Voigt bodies: the elastic stiffness only, never the tendons' or
+    gravity's), for the Jacobians of the implicit integrators."""
+    v, q = ca.MX.sym("v", tree.nv), ca.MX.sym("q", tree.nq)
+    _, _, elastic = tree.symbolic()
+    return with_tangent(ca.Function("damping", [v, q], [elastic(q, v)]).expand())
+
+
 def newton(fn: ca.Function, x0, p, free: Sequence[int], tol: float = 1e-10, max_iter: int = 50) -> np.ndarray:
     """x with |r(x, p)[free]| < tol by Newton on the coordinates ``free`` (the others held),
     ``fn = with_tangent(r)``; the step is halved while it does not reduce |r|."""

@@ -49,6 +49,30 @@ def test_three_phases(short_run):
     assert r["volume"][-1] - r["volume"][i3] > 1e-8                              # the cavity opens
 
 
+def test_integrator_jacobian_matches_finite_differences_along_the_run(short_run):
+    """The approximate closed-loop Jacobian the integrator uses (``stiff_jacobian``) against
+    central differences of the closed loop, at states of the run in each phase: the Newton
+    iteration ``(I - h J_a)^-1 h (J - J_a)`` at a 1 ms step must contract (it replaced scipy's
+    finite differences, 22 right-hand sides per Jacobian)."""
+    tree, act = hybrid_arm.hybrid_arm()
+    n, phases = tree.nv, (0.3, 0.5, 0.6)
+    control = hybrid_arm.ThreePhaseController(tree, act, phases)
+    jacobian = hybrid_arm.stiff_jacobian(tree, act, control)
+    r = short_run
+    for k in (2, 8, 11):                                         # phases (i), (ii), (iii)
+        t, q, v = r["t"][k], r["q"][k], r["v"][k]
+
+        def f(z):
+            return np.concatenate([z[n:], control(t, z[:n], z[n:])[2]])
+        z, eps = np.concatenate([q, v]), 1e-7
+        J = np.column_stack([(f(z + eps * e) - f(z - eps * e)) / (2 * eps) for e in np.eye(2 * n)])
+        Ja = jacobian(t, q, v)
+        h = 1e-3
+        contraction = np.abs(np.linalg.eigvals(np.linalg.solve(np.eye(2 * n) - h * Ja, h * (J - Ja)))).max()
+        print(f"t = {t:.2f} s: Newton contraction at h = 1 ms {contraction:.4f}")
+        assert np.abs(J[n:]).max() > 1e6 and contraction < 0.1                  # stiff, and contracting
+
+
 @pytest.mark.long
 def test_full_simulation_2_reproduction(cli, tmp_path):
     r = cli("reproduce", "paper002", "--sims", "2", "--json", "--out", tmp_path, timeout=4 * 3600)
