@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Dict, List
+from typing import Callable, Dict, List
 
 import casadi as ca
 import numpy as np
@@ -53,7 +53,7 @@ from hybrid_dynamics.soft.joints import FixedJoint
 from hybrid_dynamics.soft.kinematics import MaterialPoints, symbolic_points
 from hybrid_dynamics.soft.lvp import LVPBody
 from hybrid_dynamics.soft.module import Module
-from hybrid_dynamics.soft.motion import Statics, damping_tangent, newton, simulate, with_tangent
+from hybrid_dynamics.soft.motion import Statics, load_tangent, newton, simulate, with_tangent
 from hybrid_dynamics.soft.pfbl import CollocatedPFBL
 from hybrid_dynamics.soft.tree import SoftTree
 
@@ -105,7 +105,7 @@ class Helicoid:
     tips: MaterialPoints
     statics: Statics
     regulator: ca.Function
-    damping: ca.Function
+    loads: Callable
     build_seconds: float
 
     @classmethod
@@ -120,7 +120,7 @@ class Helicoid:
         residual = ca.vertcat(statics.residual(q, ca.vertcat(ca.MX.zeros(tree.nv), u)),   # Eq. (55)
                               TIP_WEIGHT * (tips - td))
         regulator = with_tangent(ca.Function("regulator", [x, td], [residual]).expand())
-        return cls(tree, act, MaterialPoints(tree, TIPS), statics, regulator, damping_tangent(tree),
+        return cls(tree, act, MaterialPoints(tree, TIPS), statics, regulator, load_tangent(tree, act),
                    time.perf_counter() - start)
 
     def regulated_equilibrium(self, q0, u0, td):
@@ -165,16 +165,18 @@ def stiff_jacobian(model: Helicoid):
     """(t, q, v) -> an approximate d(qdot, vdot)/d(q, v) of the closed loop for the implicit
     integrator. With the PFBL input, ``vdot = M^-1 J_y^T Lambda (a - Jdot_y v) - P h``,
     ``P = M^-1 - M^-1 J_y^T Lambda J_y M^-1`` (the input cancels h along the outputs); h's
-    stiff part is ``K_T dq + eta K_T dv`` (K_T: the statics tangent at the current tensions)
-    and a's is ``-K_P J_y dq - K_D J_y dv``; the change of M, J_y and the bias is left out.
+    part is ``-P K dq - P D dv`` with K, D the exact tangents of ``h - A(q) u`` at the tensions
+    that hold h, ``u = Lambda J_y M^-1 h`` (:func:`~hybrid_dynamics.soft.motion.load_tangent`:
+    the tendons' geometric stiffness in K, the damping of the elastic stiffness only in D, the
+    velocity terms in both), and a's is ``-K_P J_y dq - K_D J_y dv``; the change of M, J_y and
+    the bias is left out.
 
-    The damping tangent is ``d s / d qdot = eta K_e(q)`` (by AD of the visco-elastic force),
-    *not* ``eta K_T``: K_T also holds the tendons' geometric stiffness ``-(dA/dq) u`` and
-    gravity's, which the Kelvin-Voigt law does not damp. With ``eta K_T`` the Jacobian was
-    right at the unloaded straight pose but 25 % off in the stiffest entries at the loaded
-    equilibria (300 N): the integrator's Newton iteration contracted by 0.78 per iteration
-    at a 1 ms step instead of 0.006, and the step collapsed as the tensions grew (the cost per
-    simulated second grew with the horizon)."""
+    Two earlier forms failed at speed or under load, measured by the Newton contraction
+    ``rho((I - h J_a)^-1 h (J - J_a))`` against central differences at a 1 ms step: damping
+    taken as ``eta K_T`` (the statics tangent at the tensions, so the tendons' geometric
+    stiffness damped too) contracted by 0.78 at the loaded equilibria (300 N) and the step
+    collapsed as the tensions grew; tangents at zero velocity (statics tangent, ``d s / d
+    qdot``) were exact there but not once the unactuated coordinates moved fast."""
     tree, act, n = model.tree, model.actuation, model.tree.nv
 
     def jacobian(t, q, v):
@@ -184,8 +186,7 @@ def stiff_jacobian(model: Helicoid):
         Lam = np.linalg.inv(Jy @ MinvJt)
         u = Lam @ (Jy @ np.linalg.solve(M, h))                     # the input's part that holds h
         P = np.linalg.inv(M) - MinvJt @ Lam @ MinvJt.T
-        K = model.statics.tangent(q, u=u)
-        D = np.array(model.damping(v, q)[1])
+        K, D = model.loads(q, v, u)
         G = MinvJt @ Lam @ Jy
         return np.block([[np.zeros((n, n)), np.eye(n)], [-P @ K - KP * G, -P @ D - KD * G]])
     return jacobian

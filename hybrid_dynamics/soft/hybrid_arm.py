@@ -50,7 +50,7 @@ from hybrid_dynamics.soft.from_pinocchio import modules_from_pinocchio
 from hybrid_dynamics.soft.joints import FixedJoint, Placement
 from hybrid_dynamics.soft.lvp import LVPBody
 from hybrid_dynamics.soft.module import Module
-from hybrid_dynamics.soft.motion import Statics, damping_tangent, simulate
+from hybrid_dynamics.soft.motion import Statics, load_tangent, simulate
 from hybrid_dynamics.soft.pfbl import CollocatedPFBL
 from hybrid_dynamics.soft.tree import SoftTree
 
@@ -136,12 +136,14 @@ def stiff_jacobian(tree: SoftTree, actuation: Actuation, control: ThreePhaseCont
     implicit integrator. The arm's PFBL (outputs q_arm, ``S = [I 0]``) leaves
     ``vdot = M^-1 S^T Lambda a - P h_r`` with ``P = M^-1 - M^-1 S^T Lambda S M^-1`` and
     ``h_r = h - A u``. From (ii) on, the tendons put ``f = K_P (q_f - q) - K_D qdot + g + s``
-    on the rod's rows exactly, so h_r's tangents are ``K_T(q, p) + E K_P E^T - E E^T K_0`` and
-    ``D + E K_D E^T`` (K_T: the statics tangent with the chamber's pressure p, K_0: without
-    input, D = d s / d qdot by AD, E: the rod's rows); a's are ``-K_P``, ``-K_D`` on the arm's.
-    The change of M is left out (as for the helicoid, soft/helicoid.py)."""
+    on the rod's rows exactly, so h_r's tangents are ``K(p) + E K_P E^T - E E^T K_0`` and
+    ``D(p) + E K_D E^T`` (K, D: the tangents of ``h - A u`` with the chamber's pressure p,
+    K_0: that of ``g + s`` at rest, the rod law's model term; all by AD,
+    :func:`~hybrid_dynamics.soft.motion.load_tangent`; E: the rod's rows); a's are ``-K_P``,
+    ``-K_D`` on the arm's. The change of M is left out (as for the helicoid,
+    soft/helicoid.py)."""
     n, rod = tree.nv, control.rod
-    statics, damping = Statics(tree, range(tree.nq), actuation), damping_tangent(tree)
+    loads = load_tangent(tree, actuation)
     E = np.eye(n)[:, rod]
     S = control.S
 
@@ -152,12 +154,13 @@ def stiff_jacobian(tree: SoftTree, actuation: Actuation, control: ThreePhaseCont
         Lam = np.linalg.inv(S @ MinvSt)
         P = Minv - MinvSt @ Lam @ MinvSt.T
         G = MinvSt @ Lam @ S
-        K0 = statics.tangent(q)
-        K, D = K0, np.array(damping(v, q)[1])
+        u = np.zeros(actuation.m)
         if t >= control.phases[0]:
-            u = np.zeros(actuation.m)
             u[3:] = control.soft_inputs(t, q, v)[3:]                   # the pressure only
-            K = statics.tangent(q, u=u) + E @ np.diag(ROD_KP) @ E.T - E @ E.T @ K0
+        K, D = loads(q, v, u)
+        if t >= control.phases[0]:
+            K0 = loads(q, np.zeros(n))[0]
+            K = K + E @ np.diag(ROD_KP) @ E.T - E @ E.T @ K0
             D = D + E @ np.diag(ROD_KD) @ E.T
         return np.block([[np.zeros((n, n)), np.eye(n)], [-P @ K - ARM_KP * G, -P @ D - ARM_KD * G]])
     return jacobian

@@ -58,13 +58,28 @@ def with_tangent(residual: ca.Function) -> ca.Function:
     return ca.Function(f"{residual.name()}_tangent", [x, p], [r, J])
 
 
-def damping_tangent(tree: SoftTree) -> ca.Function:
-    """(qdot, q) -> (s, d s / d qdot): the visco-elastic force and its velocity tangent by AD
-    (``eta K_e(q)`` for Kelvin-Voigt bodies: the elastic stiffness only, never the tendons' or
-    gravity's), for the Jacobians of the implicit integrators."""
-    v, q = ca.MX.sym("v", tree.nv), ca.MX.sym("q", tree.nq)
-    _, _, elastic = tree.symbolic()
-    return with_tangent(ca.Function("damping", [v, q], [elastic(q, v)]).expand())
+def load_tangent(tree: SoftTree, actuation=None) -> Callable:
+    """(q, v, u) -> (K, D): the tangents d/dq and d/dv of the generalized load
+    ``h(q, v) - A(q) u`` (``h = C v + g + s``: one IID with zero acceleration plus the
+    visco-elastic force; A from ``actuation``, if any) by forward AD, for the Jacobians of the
+    implicit integrators. Exact at any velocity: the Coriolis terms and the damping's
+    ``eta (dK_e/dq) qdot`` are in K and D, and D damps the elastic stiffness only (never the
+    tendons' geometric stiffness nor gravity's)."""
+    if tree.nq != tree.nv:
+        raise ValueError("the load tangent needs qdot = v (no free flyer)")
+    n, m = tree.nv, 0 if actuation is None else actuation.m
+    iid, _, elastic = tree.symbolic()
+    x, u = ca.MX.sym("x", 2 * n), ca.MX.sym("u", m)
+    q, v = x[:n], x[n:]
+    load = iid(q, v, ca.MX.zeros(n), ca.DM(-tree.gravity)) + elastic(q, v)
+    if actuation is not None:
+        load = load - actuation.symbolic_matrix()(q) @ u
+    fn = with_tangent(ca.Function("load", [x, u], [load]).expand())
+
+    def tangents(q, v, u=None):
+        T = np.array(fn(np.concatenate([q, v]), np.zeros(m) if u is None else u)[1])
+        return T[:, :n], T[:, n:]
+    return tangents
 
 
 def newton(fn: ca.Function, x0, p, free: Sequence[int], tol: float = 1e-10, max_iter: int = 50) -> np.ndarray:
