@@ -32,7 +32,7 @@ import pinocchio as pin
 
 from ..errors import InputError
 from . import kernels
-from .constraints import (INF, ActuationLimits, ContactAcceleration, FloatingBaseDynamics,
+from .constraints import (INF, ActuationLimits, Constraint, ContactAcceleration, FloatingBaseDynamics,
                           FrictionCone, JointLimits)
 from .model_update import ContactModel, ModelUpdate
 from .soft_model_update import SoftModelUpdate
@@ -79,21 +79,6 @@ class JointSet:
             if k is not None:
                 q[k] = value
         return q
-
-
-class _Scatter:
-    """``(k, 3)`` rows of ``g`` at scattered indices, usable as ``rows[...] -= x``."""
-
-    def __init__(self, g, idx):
-        self.g, self.idx = g, idx
-
-    def __getitem__(self, key):
-        return self.g[self.idx].reshape(-1, 3)[key]
-
-    def __setitem__(self, key, value):
-        rows = self.g[self.idx].reshape(-1, 3)
-        rows[key] = value
-        self.g[self.idx] = rows.ravel()
 
 
 class Layout:
@@ -190,8 +175,12 @@ class Layout:
         for con, s in self.in_blocks:
             con.setup(self.C[s], self.l[s], self.u[s], self)
         # each constraint's fill with its row views, made once (a view is a Python call)
-        self.fills = [(con.fill, self.A[s], self.b_lo[s], self.b_hi[s]) for con, s in self.eq_blocks] \
-            + [(con.fill, self.C[s], self.l[s], self.u[s]) for con, s in self.in_blocks]
+        # (those whose rows change with the state: a fill left as the base class's no-op, like
+        # the friction pyramids', is not called)
+        self.fills = [(con.fill, self.A[s], self.b_lo[s], self.b_hi[s]) for con, s in self.eq_blocks
+                      if type(con).fill is not Constraint.fill] \
+            + [(con.fill, self.C[s], self.l[s], self.u[s]) for con, s in self.in_blocks
+               if type(con).fill is not Constraint.fill]
         self.H_fix = np.zeros((self.nx, self.nx))       # cost terms that never change
         self.H_fix[np.arange(n), np.arange(n)] = f.regularization
         self.H_cache = {}       # active tasks -> (constant Hessian, gradient-only adds, full adds)
@@ -204,12 +193,6 @@ class Layout:
     def force_slice(self, i: int) -> slice:
         start = self.n + self.f_offset[i]
         return slice(start, start + self.contacts[i].n_force)
-
-    def g_force_rows(self, g):
-        """The stance-force entries of ``g`` as (points, 3) rows (a view when contiguous)."""
-        if isinstance(self.f_stance, slice):
-            return g[self.f_stance].reshape(-1, 3)
-        return _Scatter(g, self.f_stance)
 
 
 class Formulation:
@@ -258,6 +241,7 @@ class Formulation:
                                                 self._carriers()))
         self.slack_weight = float(lc["slack_weight"])
         self.frame_index = {c.frame: i for i, c in enumerate(self.contacts)}
+        self.frames = [c.frame for c in self.contacts]
         self.layouts: Dict[tuple, Layout] = {}
 
     # ------------------------------------------------------------------ construction
@@ -327,8 +311,8 @@ class Formulation:
     def stance_tuple(self, stance) -> tuple:
         """``stance`` as a tuple of booleans in contact order (a dict may name any subset)."""
         if isinstance(stance, dict):
-            return tuple(bool(stance.get(c.frame, False)) for c in self.contacts)
-        return tuple(bool(s) for s in stance)
+            return tuple([bool(stance.get(frame, False)) for frame in self.frames])
+        return tuple([bool(s) for s in stance])
 
     def layout(self, stance: tuple) -> Layout:
         lay = self.layouts.get(stance)
@@ -347,7 +331,7 @@ class Formulation:
         lay = self.layout(stance)
         if lay.nf:
             np.concatenate([st.Jp[i] for i in lay.included], out=lay.Jf)
-        active = tuple(t.active(refs) for t in self.tasks)
+        active = tuple([t.active(refs) for t in self.tasks])
         terms = lay.H_cache.get(active)
         if terms is None:
             H_const = lay.H_fix.copy()

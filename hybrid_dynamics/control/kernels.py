@@ -70,11 +70,12 @@ def swing_feet(H, g, J6, drift, feet, nrows, v, position, reference, weight, kp,
             H[r, c] += weight * JtJ[r, c]
 
 
-@njit(void(F1, F1, F1, F1, F1, F1, F1, f8, f8, f8), cache=True)
-def joint_acceleration_bounds(lo, hi, q, v, q_min, q_max, v_max, T, dt, a_max):
+@njit(void(F1, F1, F1, F1, F1, F1, F1, I1, f8, f8, f8, f8), cache=True)
+def joint_acceleration_bounds(lo, hi, q, v, q_min, q_max, v_max, free, T, dt, a_max, inf):
     """Joint limits as acceleration bounds (constraints/joint_limits.py): the intersection of
     the velocity, position and acceleration bounds; an empty one swapped (least violation).
-    A joint past a stop has that stop where it stands (it brakes, it is not sent back)."""
+    A joint past a stop has that stop where it stands (it brakes, it is not sent back). The
+    rows ``free`` (joints of legs in the air) are left free, ``-inf..inf``."""
     c = 2.0 / (T * T)
     for k in range(len(q)):
         low = max((-v_max[k] - v[k]) / dt, c * (min(q_min[k], q[k]) - q[k] - v[k] * T))
@@ -85,6 +86,9 @@ def joint_acceleration_bounds(lo, hi, q, v, q_min, q_max, v_max, T, dt, a_max):
             low, high = high, low
         lo[k] = low
         hi[k] = high
+    for k in free:
+        lo[k] = -inf
+        hi[k] = inf
 
 
 @njit(void(F2, F1, F1, F2, F1, F2, I1, i8, f8, f8, F1), cache=True)
@@ -129,6 +133,14 @@ def sole_wrench(H, g, start, R, K, G, scale):
                     H[ra + i, rb + j] += s
 
 
+@njit(cache=True)
+def _per_point(g, cols, b0, b1, b2):
+    for p in range(len(cols) // 3):
+        g[cols[3 * p]] -= b0
+        g[cols[3 * p + 1]] -= b1
+        g[cols[3 * p + 2]] -= b2
+
+
 @njit(void(F1, I1, F1, F1, F1, F1, F1, F1, f8, f8, f8), cache=True)
 def com_gradient(g, cols, acceleration, position, velocity, com, com_velocity, gravity, kp, kd, scale):
     """CoM task's gradient (tasks/com.py): ``g[cols] -= scale (c̈_des - g0)`` on every stance
@@ -137,9 +149,14 @@ def com_gradient(g, cols, acceleration, position, velocity, com, com_velocity, g
     for a in range(3):
         b[a] = scale * (acceleration[a] + kp * (position[a] - com[a]) + kd * (velocity[a] - com_velocity[a])
                         - gravity[a])
-    for p in range(len(cols) // 3):
-        for a in range(3):
-            g[cols[3 * p + a]] -= b[a]
+    _per_point(g, cols, b[0], b[1], b[2])
+
+
+@njit(void(F1, I1, f8, f8, f8), cache=True)
+def per_point_gradient(g, cols, b0, b1, b2):
+    """``g[cols] -= (b0, b1, b2)`` on every stance point's three force columns (the force
+    regularisation's gradient without force references, tasks/force_regularization.py)."""
+    _per_point(g, cols, b0, b1, b2)
 
 
 @njit(void(F2, F1, F1, F3, F2, I1, I1, B1, F1, f8, f8), cache=True)

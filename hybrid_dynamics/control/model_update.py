@@ -116,6 +116,7 @@ class ModelUpdate:
         self._plain = [c.at_origin for c in contacts]
         self._soles = [i for i, c in enumerate(contacts) if not c.at_origin]
         self._frame_tables(contacts)
+        self._data_views()
         self.q = self.v = self.v_m = None
         self.v_full = None
         self.G = None
@@ -151,6 +152,13 @@ class ModelUpdate:
                     self._support[i, m.joints[k].idx_v:m.joints[k].idx_v + m.joints[k].nv] = 1.0
         self._cols = np.arange(nv) if self.projection is not None else np.asarray(self.v_index, dtype=np.intp)
         self._J6_full = np.zeros((nc, 6, nv)) if self.projection is not None else None
+
+    def _data_views(self) -> None:
+        """The CoM and its velocity as views of Pinocchio's storage (each ``data.com[0]`` is a
+        Python call of about a microsecond), when ``self.data`` hands out views (else None:
+        read each time)."""
+        com, vcom = self.data.com[0], self.data.vcom[0]
+        self._com = (com, vcom) if not (com.flags.owndata or vcom.flags.owndata) else None
 
     # ------------------------------------------------------------------ cycle
     def update(self, q: np.ndarray, v: np.ndarray) -> None:
@@ -258,11 +266,11 @@ class ModelUpdate:
 
     @property
     def com(self) -> np.ndarray:
-        return self.data.com[0]
+        return self._com[0] if self._com is not None else self.data.com[0]
 
     @property
     def com_velocity(self) -> np.ndarray:
-        return self.data.vcom[0]
+        return self._com[1] if self._com is not None else self.data.vcom[0]
 
     @property
     def base_rotation(self) -> np.ndarray:

@@ -64,6 +64,7 @@ class SoftModelUpdate(ModelUpdate):
         self.leaves = leaves
         self.model, self.data = leaves.model, leaves.data
         self._oMi = self._base = None          # the leaves' own pass: read frame by frame
+        self._data_views()
         self.dynamic = condensation == "dynamic"
         self.horizon = float(horizon)
         r = len(self.v_index)

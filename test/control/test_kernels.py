@@ -65,7 +65,8 @@ def test_joint_acceleration_bounds(rng):
     q[3:] = rng.uniform(q_min[3:], q_max[3:])  # the others inside their range
     q[3], v[3] = q_min[3] + 0.01, -40.0        # to be stopped faster than a_max allows
     lo, hi = np.zeros(k), np.zeros(k)
-    kernels.joint_acceleration_bounds(lo, hi, q, v, q_min, q_max, v_max, T, dt, a_max)
+    free = np.sort(rng.choice(np.arange(4, k), 4, replace=False)).astype(np.intp)   # legs in the air
+    kernels.joint_acceleration_bounds(lo, hi, q, v, q_min, q_max, v_max, free, T, dt, a_max, INF)
     c = 2.0 / (T * T)
     # inside its range a joint keeps the full bound; past a stop the stop is where it stands
     lr = np.maximum((-v_max - v) / dt, c * (np.minimum(q_min, q) - q - v * T))
@@ -74,12 +75,14 @@ def test_joint_acceleration_bounds(rng):
     bad = lr > hr
     assert bad[2] and not bad[[0, 1]].any()
     lr[bad], hr[bad] = hr[bad].copy(), lr[bad].copy()
-    close(lo, lr)
-    close(hi, hr)
+    held = np.setdiff1d(np.arange(k), free)
+    close(lo[held], lr[held])
+    close(hi[held], hr[held])
+    assert (lo[free] == -INF).all() and (hi[free] == INF).all()
     assert lo[3] == hi[3] == a_max                                              # the cap binds
     assert np.isclose(hi[0], max(-2.0 * v[0] / T, -a_max)) and lo[0] < hi[0]    # stops, goes no further
     assert lo[1] == 0.0 < hi[1]                                                 # may stay where it is
-    inside = np.arange(3, k)
+    inside = np.setdiff1d(np.arange(3, k), free)
     close(hi[inside], np.clip(np.minimum((v_max - v) / dt, c * (q_max - q - v * T)), -a_max, a_max)[inside])
 
 
@@ -123,6 +126,12 @@ def test_com_gradient(rng):
     kernels.com_gradient(g, cols, acc, pos, vel, com, vcom, gravity, kp, kd, scale)
     a_des = acc + kp * (pos - com) + kd * (vel - vcom)
     g0[cols] -= np.tile(scale * (a_des - gravity), len(cols) // 3)
+    close(g, g0)
+    # the force regularisation's gradient without force references: ``g[f_z] -= w W_z share``,
+    # as the numpy ``g[f_stance].reshape(-1, 3)[:, 2] -= ...`` it replaced
+    g = g0.copy()
+    kernels.per_point_gradient(g, cols, 0.0, 0.0, scale)
+    g0[cols[2::3]] -= scale
     close(g, g0)
 
 

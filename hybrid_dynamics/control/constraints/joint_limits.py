@@ -73,10 +73,8 @@ class JointLimits(Constraint):
     def fill(self, C, lo, hi, state, layout) -> None:
         js = self.joints
         kernels.joint_acceleration_bounds(lo, hi, state.q_joints, state.v_joints, js.q_min, js.q_max,
-                                          js.v_max, self.T, self.dt, self.a_max)
-        air = self.in_the_air(layout.stance)
-        lo[air] = -INF
-        hi[air] = INF
+                                          js.v_max, self.in_the_air(layout.stance), self.T, self.dt,
+                                          self.a_max, INF)
 
     def in_the_air(self, stance: Tuple[bool, ...]) -> np.ndarray:
         """Rows of the joints that carry contacts, none of them in stance (module docstring)."""
@@ -84,6 +82,6 @@ class JointLimits(Constraint):
         if rows is None:
             carrying: List[int] = [k for i, path in enumerate(self.carriers) if stance[i] for k in path]
             rows = np.array(sorted({k for i, path in enumerate(self.carriers) if not stance[i]
-                                    for k in path} - set(carrying)), int)
+                                    for k in path} - set(carrying)), np.intp)
             self._in_the_air[stance] = rows
         return rows

@@ -68,7 +68,7 @@ class ForceRegularizationTask(Task):
             return
         share = layout.mass * 9.81 / (layout.nf_stance // 3)
         if not refs.forces:
-            layout.g_force_rows(g)[:, 2] -= (self.weight * self.W2[2]) * share
+            kernels.per_point_gradient(g, layout.f_stance_diag, 0.0, 0.0, (self.weight * self.W2[2]) * share)
             return
         wW = self.weight * np.tile(self.W2, layout.nf_stance // 3)
         g[layout.f_stance] -= wW * self._f_ref(layout, refs.forces, share)
