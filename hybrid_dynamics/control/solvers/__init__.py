@@ -1,9 +1,9 @@
 """QP backends behind one interface (:class:`.base.QPSolver`), chosen by the ``solver``
-parameter: ``proxsuite`` (default: null-space elimination and KKT shortcut, then ProxQP),
-``daqp`` (the same elimination and shortcut, then DAQP's dual active set, hot-started),
-``osqp`` (sparse, fixed pattern) or ``goldfarb_idnani`` (the whole problem in one compiled
-dual active-set call, warm-started from the last active set). ``bench controller --solver`` compares them; docs/qp.md has
-the table."""
+parameter: ``goldfarb_idnani`` (default: the whole problem in one compiled dual active-set
+call, warm-started from the last active set), ``proxsuite`` (null-space elimination and KKT
+shortcut, then ProxQP), ``daqp`` (the same elimination and shortcut, then DAQP's dual active
+set, hot-started) or ``osqp`` (sparse, fixed pattern). ``bench controller --solver`` compares
+them; docs/qp.md has the table."""
 from .base import QPSolver, SlackProblem, SolveResult
 from .daqp_solver import DaqpSolver
 from .goldfarb_idnani_solver import GoldfarbIdnaniSolver
