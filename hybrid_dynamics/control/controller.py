@@ -194,8 +194,8 @@ class WholeBodyController:
             self.stats["infeasible"] += 1
         if not res.ok:
             return self._fallback(q, v, t0, solve_time, res.status, infeasible=infeasible)
-        dv, forces, tau = f.decode(lay, x, res.exact)
-        if not (kernels.finite(tau) and kernels.finite(dv)):
+        dv, forces, tau, finite = f.decode(lay, x, res.exact)
+        if not finite:
             return self._fallback(q, v, t0, solve_time, "non-finite solution", infeasible=infeasible)
         point_forces, contact_forces = self._forces(lay, forces)
         self._last = (dv, point_forces)
@@ -216,13 +216,13 @@ class WholeBodyController:
             return SolveResult(np.zeros(problem.nx), False, f"solver error: {exc}", 0, False)
 
     def _forces(self, lay, forces):
-        """Per-contact point forces (k, 3) and their sums (world), zeros for swing contacts."""
+        """Per-contact point forces (k, 3) and their sums (world), zeros (read-only, shared)
+        for swing contacts."""
         rows = forces.reshape(-1, 3)
         point_forces, contact_forces = {}, {}
-        for frame, sl, single, n_points in self._force_map(lay):
+        for frame, sl, single, zeros in self._force_map(lay):
             if sl is None:
-                pf = np.zeros((n_points, 3))
-                point_forces[frame], contact_forces[frame] = pf, pf[0]
+                point_forces[frame], contact_forces[frame] = zeros, zeros[0]
             elif single:
                 point_forces[frame] = rows[sl]
                 contact_forces[frame] = rows[sl.start]
@@ -236,11 +236,13 @@ class WholeBodyController:
         if fm is None:
             fm = []
             for i, c in enumerate(lay.contacts):
+                zeros = np.zeros((c.n_points, 3))
+                zeros.setflags(write=False)
                 if i in lay.f_offset:
                     a = lay.f_offset[i] // 3
-                    fm.append((c.frame, slice(a, a + c.n_points), c.n_points == 1, c.n_points))
+                    fm.append((c.frame, slice(a, a + c.n_points), c.n_points == 1, zeros))
                 else:
-                    fm.append((c.frame, None, c.n_points == 1, c.n_points))
+                    fm.append((c.frame, None, c.n_points == 1, zeros))
             lay.force_map = fm
         return fm
 

@@ -32,7 +32,8 @@ import pinocchio as pin
 
 from ..errors import InputError
 from . import kernels
-from .constraints import (INF, ActuationLimits, Constraint, ContactAcceleration, FloatingBaseDynamics,
+from .assembly import CyclePlan
+from .constraints import (INF, ActuationLimits, ContactAcceleration, FloatingBaseDynamics,
                           FrictionCone, JointLimits)
 from .model_update import ContactModel, ModelUpdate
 from .soft_model_update import SoftModelUpdate
@@ -174,16 +175,9 @@ class Layout:
             con.setup(self.A[s], self.b_lo[s], self.b_hi[s], self)
         for con, s in self.in_blocks:
             con.setup(self.C[s], self.l[s], self.u[s], self)
-        # each constraint's fill with its row views, made once (a view is a Python call)
-        # (those whose rows change with the state: a fill left as the base class's no-op, like
-        # the friction pyramids', is not called)
-        self.fills = [(con.fill, self.A[s], self.b_lo[s], self.b_hi[s]) for con, s in self.eq_blocks
-                      if type(con).fill is not Constraint.fill] \
-            + [(con.fill, self.C[s], self.l[s], self.u[s]) for con, s in self.in_blocks
-               if type(con).fill is not Constraint.fill]
         self.H_fix = np.zeros((self.nx, self.nx))       # cost terms that never change
         self.H_fix[np.arange(n), np.arange(n)] = f.regularization
-        self.H_cache = {}       # active tasks -> (constant Hessian, gradient-only adds, full adds)
+        self.plans = {}         # active tasks -> CyclePlan (its constant Hessian, one call per cycle)
         self.x = None                                    # mapped start after a rebuild
 
     @property
@@ -242,6 +236,7 @@ class Formulation:
         self.slack_weight = float(lc["slack_weight"])
         self.frame_index = {c.frame: i for i, c in enumerate(self.contacts)}
         self.frames = [c.frame for c in self.contacts]
+        self._no_stance = (False,) * len(self.frames)
         self.layouts: Dict[tuple, Layout] = {}
 
     # ------------------------------------------------------------------ construction
@@ -311,7 +306,10 @@ class Formulation:
     def stance_tuple(self, stance) -> tuple:
         """``stance`` as a tuple of booleans in contact order (a dict may name any subset)."""
         if isinstance(stance, dict):
-            return tuple([bool(stance.get(frame, False)) for frame in self.frames])
+            st = tuple(map(stance.get, self.frames, self._no_stance))
+            if st in self.layouts:             # already booleans (not 0/1 or numpy's)
+                return st
+            return tuple([bool(s) for s in st])
         return tuple([bool(s) for s in stance])
 
     def layout(self, stance: tuple) -> Layout:
@@ -325,36 +323,20 @@ class Formulation:
         """Update the model at (q, v) and fill the QP of this stance pattern."""
         st = self.state
         st.update(q, v)
-        js = self.joints
-        st.q_joints = q[js.q_idx]
-        st.v_joints = st.v_m[js.v_cols]
         lay = self.layout(stance)
-        if lay.nf:
-            np.concatenate([st.Jp[i] for i in lay.included], out=lay.Jf)
         active = tuple([t.active(refs) for t in self.tasks])
-        terms = lay.H_cache.get(active)
-        if terms is None:
+        plan = lay.plans.get(active)
+        if plan is None:
             H_const = lay.H_fix.copy()
-            on = [t for t, a in zip(self.tasks, active) if a]
-            for task in on:
-                if task.constant_hessian:
+            for task, on in zip(self.tasks, active):
+                if on and task.constant_hessian:
                     task.add_hessian(H_const, lay)
-            terms = lay.H_cache[active] = (H_const, [t.add_gradient for t in on if t.constant_hessian],
-                                           [t.add for t in on if not t.constant_hessian])
-        H_const, gradients, adds = terms
-        H, g = lay.H, lay.g
-        np.copyto(H, H_const)
-        g.fill(0.0)
-        for add_gradient in gradients:
-            add_gradient(g, st, lay, refs)
-        for add in adds:
-            add(H, g, st, lay, refs)
-        for fill, rows, lo, hi in lay.fills:
-            fill(rows, lo, hi, st, lay)
+            plan = lay.plans[active] = CyclePlan(self, lay, active, H_const)
+        plan.run(st, lay, q, refs)
         return lay
 
     def decode(self, lay: Layout, x: np.ndarray, exact: bool = False):
-        """(dv, f, tau) from a solution. Unless the backend kept the equalities ``exact``
+        """(dv, f, tau, finite) from a solution (``finite``: tau and dv are). Unless the backend kept the equalities ``exact``
         (null-space elimination), the unactuated rows are re-solved for the unactuated
         accelerations (base, free internal motions) with the others fixed."""
         st = self.state
@@ -373,7 +355,8 @@ class Formulation:
             if lay.nf:
                 rhs += Jf[:, u].T @ f
             dv[u] = np.linalg.solve(M[u][:, u], rhs)
-        return dv, f, kernels.actuated_torques(M, h, Jf, lay.act, dv, f)
+        tau = np.empty(len(lay.act))
+        return dv, f, tau, kernels.actuated_torques(tau, M, h, Jf, lay.act, dv, f)
 
     def gravity_compensation(self, q: np.ndarray, v: np.ndarray, damping: float) -> np.ndarray:
         """Fallback torques: joint-space gravity at q minus joint damping (finite always)."""

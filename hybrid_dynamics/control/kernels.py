@@ -178,11 +178,13 @@ def contact_rows(C, lo, hi, J6, drift, included, nrows, stance, v, kd, inf):
             r += 1
 
 
-@njit(F1(F2, F1, F2, I1, F1, F1), cache=True)
-def actuated_torques(M, h, Jf, act, dv, f):
-    """``tau = M[act] dv + h[act] - Jf[:, act]^T f``: the actuated rows of the dynamics."""
+@njit(boolean(F1, F2, F1, F2, I1, F1, F1), cache=True)
+def actuated_torques(tau, M, h, Jf, act, dv, f):
+    """``tau = M[act] dv + h[act] - Jf[:, act]^T f``: the actuated rows of the dynamics,
+    written into ``tau``; returns whether ``tau`` and ``dv`` are finite (the controller's
+    output check)."""
     n = len(dv)
-    tau = np.empty(len(act))
+    ok = True
     for a in range(len(act)):
         r = act[a]
         s = h[r]
@@ -191,7 +193,10 @@ def actuated_torques(M, h, Jf, act, dv, f):
         for c in range(len(f)):
             s -= Jf[c, r] * f[c]
         tau[a] = s
-    return tau
+        ok = ok and np.isfinite(s)
+    for c in range(n):
+        ok = ok and np.isfinite(dv[c])
+    return ok
 
 
 @njit(void(F1, F1, RO2, F1, F1, F1, f8, f8, f8), cache=True)

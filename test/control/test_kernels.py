@@ -157,7 +157,14 @@ def test_actuated_torques(rng):
     n, nf = 24, 9
     M, h, Jf = rng.standard_normal((n, n)), rng.standard_normal(n), rng.standard_normal((nf, n))
     act, dv, f = np.arange(6, n).astype(np.intp), rng.standard_normal(n), rng.standard_normal(nf)
-    close(kernels.actuated_torques(M, h, Jf, act, dv, f), M[act] @ dv + h[act] - Jf[:, act].T @ f)
+    tau = np.zeros(len(act))
+    assert kernels.actuated_torques(tau, M, h, Jf, act, dv, f)
+    close(tau, M[act] @ dv + h[act] - Jf[:, act].T @ f)
+    dv[int(rng.integers(n))] = np.nan                   # a non-finite solution is reported
+    assert not kernels.actuated_torques(tau, M, h, Jf, act, dv, f)
+    dv[:] = 0.0
+    f[0] = np.inf
+    assert not kernels.actuated_torques(tau, M, h, Jf, act, dv, f)
 
 
 def test_orientation_gradient(rng):

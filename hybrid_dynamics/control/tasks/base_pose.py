@@ -47,8 +47,12 @@ class BaseOrientationTask(Task):
     def add_hessian(self, H, layout) -> None:
         H[3:6, 3:6] += self.weight * np.eye(3)
 
+    @staticmethod
+    def error(state, refs) -> np.ndarray:
+        """``e = log(R_ref R^T)`` (world)."""
+        return pin.log3(refs.base_orientation.rotation() @ state.base_rotation.T)
+
     def add_gradient(self, g, state, layout, refs) -> None:
         t = refs.base_orientation
-        R = state.base_rotation
-        kernels.orientation_gradient(g, pin.log3(t.rotation() @ R.T), R, state.v_m, t.angular_velocity,
+        kernels.orientation_gradient(g, self.error(state, refs), state.base_rotation, state.v_m, t.angular_velocity,
                                      t.angular_acceleration, self.weight, self.kp, self.kd)

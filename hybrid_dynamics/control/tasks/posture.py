@@ -21,8 +21,11 @@ class PostureTask(Task):
         idx = self.joints.v_cols
         H[idx, idx] += self.weight
 
-    def add_gradient(self, g, state, layout, refs) -> None:
+    def reference(self, refs):
+        """The joints' reference angles this cycle."""
         js = self.joints
-        q_ref = js.q_ref if refs.posture is None else js.reference(refs.posture)
-        kernels.posture_gradient(g, js.v_cols, q_ref, state.q_joints, state.v_joints,
+        return js.q_ref if refs.posture is None else js.reference(refs.posture)
+
+    def add_gradient(self, g, state, layout, refs) -> None:
+        kernels.posture_gradient(g, self.joints.v_cols, self.reference(refs), state.q_joints, state.v_joints,
                                  self.weight * self.kp, self.weight * self.kd)

@@ -1,0 +1,106 @@
+"""The formulation's one compiled call per cycle (control/assembly.py) against the sum of the
+tasks' and constraints' own methods (``add_hessian``, ``add_gradient``, ``add``, ``setup``,
+``fill``: each held to Pinocchio in test_qp_tasks.py and test_qp_constraints.py), written into
+fresh arrays here: the same ``H, g, A, b, C, l, u`` to 1e-12. States: the benchmark's walking
+workload (swing feet, torque limits) of solo12, jethexa, TALOS (soles: the wrench
+regularisation and the sole Jacobians stay the methods'), hybrid_biped (closed chains), a
+jethexa with legs 4 and 5 damaged, and references the walk does not set (base position,
+posture, force references, momentum)."""
+import numpy as np
+import pinocchio as pin
+import pytest
+
+from hybrid_dynamics.control import WholeBodyController
+from hybrid_dynamics.control import tsid_peer as tp
+from hybrid_dynamics.control.references import Target
+from hybrid_dynamics.control.tsid_peer import workloads as wl
+from hybrid_dynamics.model.morphology import Morphology, MorphologyMap
+from hybrid_dynamics.model.robot import load_robot
+
+TOL = 1e-12
+
+
+def by_terms(form, lay, refs):
+    """The QP of the cycle the model update holds, from every active task's and constraint's
+    own methods."""
+    st = form.state
+    H, g = lay.H_fix.copy(), np.zeros(lay.nx)
+    A, b_lo, b_hi = np.zeros_like(lay.A), np.zeros(lay.neq), np.zeros(lay.neq)
+    C, l, u = np.zeros_like(lay.C), np.zeros(lay.nin), np.zeros(lay.nin)
+    for task in form.tasks:
+        if task.active(refs):
+            task.add(H, g, st, lay, refs)
+    for con, s in lay.eq_blocks:
+        con.setup(A[s], b_lo[s], b_hi[s], lay)
+        con.fill(A[s], b_lo[s], b_hi[s], st, lay)
+    for con, s in lay.in_blocks:
+        con.setup(C[s], l[s], u[s], lay)
+        con.fill(C[s], l[s], u[s], st, lay)
+    return H, g, A, b_lo, b_hi, C, l, u
+
+
+def same(a, b):
+    assert a.shape == b.shape
+    assert np.abs(a - b).max() <= TOL * max(1.0, np.abs(b).max()), np.abs(a - b).max()
+
+
+def check(ctrl, samples, refs_of=tp.references_for):
+    """Each sample's cycle built by the controller, then by the methods; returns how much the
+    gradient varied (the check is not vacuous)."""
+    form = ctrl.formulation
+    frames = [c.frame for c in form.contacts]
+    gs = []
+    for s in samples:
+        refs = refs_of(s)
+        lay = form.build(s.q, s.v, form.stance_tuple(dict(zip(frames, s.stance))), refs)
+        ours = (lay.H, lay.g, lay.A, lay.b_lo, lay.b_hi, lay.C, lay.l, lay.u)
+        # the methods' Jf: the stance points' Jacobians stacked (the call wrote lay.Jf)
+        Jf = np.concatenate([form.state.Jp[i] for i in lay.included]) if lay.nf else lay.Jf
+        same(lay.Jf, Jf)
+        for a, b in zip(ours, by_terms(form, lay, refs)):
+            same(a, b)
+        assert np.abs(lay.C).max() > 0 and np.abs(lay.A).max() > 0
+        gs.append(lay.g[:lay.n].copy())
+    spread = max(np.abs(a - gs[0]).max() for a in gs[1:])
+    assert spread > 1e-3
+    return spread
+
+
+@pytest.mark.parametrize("name", ["solo12", "jethexa", "talos", "hybrid_biped"])
+def test_one_call_equals_the_methods_on_the_walk(name):
+    robot = load_robot(name)
+    samples = wl.workload(robot, "walk", 80)[::8]
+    ctrl = WholeBodyController(robot, dict(tp.SAME_PROBLEM, solver="goldfarb_idnani",
+                                           limits={"torque_scale": 0.3}))
+    assert any(not all(s.stance) for s in samples)
+    check(ctrl, samples)
+
+
+def test_one_call_on_a_damaged_robot_and_every_reference():
+    robot = load_robot("jethexa")
+    mmap = MorphologyMap(robot, Morphology.healthy(robot).remove_links("leg4", 2).remove_links("leg5", 2))
+    ctrl = WholeBodyController(robot, {"solver": "goldfarb_idnani", "tasks": {"momentum": {"weight": 1.0}}},
+                               morphology_map=mmap)
+    rng = np.random.default_rng(3)
+    frames = [c.frame for c in ctrl.formulation.contacts]
+    joints = list(ctrl.joint_names)[:3]
+
+    def refs_of(s):
+        r = tp.references_for(s)
+        r.base_position = Target(s.q[:3] + 0.01 * rng.standard_normal(3), rng.standard_normal(3))
+        r.posture = {j: float(rng.uniform(-0.3, 0.3)) for j in joints}
+        r.momentum = rng.standard_normal(6)
+        r.forces = {frames[0]: np.array([0.0, 0.0, 3.0])}
+        r.swing_feet = {f: Target(rng.standard_normal(3)) for f in frames[1::2]}
+        return r
+
+    q0 = mmap.reduce_q(robot.q_stand)
+    samples = []
+    for k in range(6):
+        q = q0.copy()
+        q[7:] += 0.05 * rng.standard_normal(len(q) - 7)
+        q[3:7] = pin.Quaternion(pin.exp3(0.05 * rng.standard_normal(3))).coeffs()
+        stance = tuple(bool(x) for x in rng.integers(0, 2, len(frames)))
+        samples.append(wl.Sample(q, 0.3 * rng.standard_normal(len(mmap.v_index)),
+                                 (np.zeros(3), np.zeros(3), np.zeros(3)), stance))
+    check(ctrl, samples, refs_of)
