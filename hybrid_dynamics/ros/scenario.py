@@ -135,9 +135,13 @@ class GraphRun:
                              file=str(sc.path), field="controller")
         if "solver" in sc.controller:
             ctrl["solver"] = str(sc.controller["solver"])
+        # the scenario's base-estimator settings go to both filters: the controller's own and
+        # the state estimator's (the detector's input), as the library loop's one
+        estimator = P.flatten({"estimator": dict(sc.estimator)})
+        ctrl.update(estimator)
         return {"whole_body_controller": ctrl,
                 "state_estimator": {"use_sim_time": True, "stance_topic": "/whole_body_controller/cycle",
-                                    "publish_rate": 0.0},     # every period: the detector's input
+                                    "publish_rate": 0.0, **estimator},     # every period: the detector's input
                 "morphology_manager": {"use_sim_time": True, "detector": self.detector,
                                        **P.flatten({"damage_detector": dict(sc.detector)})}}
 

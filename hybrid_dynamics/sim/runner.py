@@ -76,7 +76,8 @@ class ScenarioRun:
                              file=str(sc.path), field="references")
         self.plant = Plant(robot, noise=ImuNoise.from_dict(sc.sensors), seed=sc.seed)
         self.pipeline = Pipeline(robot, {"references": sc.references, "controller": dict(sc.controller),
-                                         "locomotion": dict(sc.locomotion), "weight_shift": dict(sc.balance)})
+                                         "estimator": dict(sc.estimator), "locomotion": dict(sc.locomotion),
+                                         "weight_shift": dict(sc.balance)})
         self.detector = DamageDetector(robot, sc.detector)
         if sc.references == "gait":
             self.pipeline.estimate_hooks.append(self._detect)

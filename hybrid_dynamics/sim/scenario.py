@@ -16,6 +16,7 @@
     control_rate: 200.0             # Hz (the plant runs at its MJCF timestep, 1 kHz)
     seed: 0
     controller: {...}               # overrides of config/controller/<robot>.yaml
+    estimator: {...}                # BaseEstimatorConfig fields (the base estimator of both runners)
     locomotion: {...}               # LocomotionConfig fields
     detector: {...}                 # DamageDetectorConfig fields
     references: gait                # gait (walk at cmd_vel), weight_shift (closed-chain balance:
@@ -34,6 +35,7 @@ from typing import Any, Dict, List, Optional
 from ..control.balance import WeightShift
 from ..control.locomotion import LocomotionConfig
 from ..errors import InputError
+from ..estimation.base_estimator import BaseEstimatorConfig
 from ..estimation.damage_detector import DamageDetectorConfig
 from ..model.damage_events import apply_event
 from ..model.morphology import Morphology
@@ -43,7 +45,7 @@ from ..paths import config_dir
 from .plant import ImuNoise
 
 FIELDS = {"description", "robot", "duration", "cmd_vel", "damage", "sensors", "control_rate", "seed",
-          "controller", "locomotion", "detector", "references", "balance"}
+          "controller", "estimator", "locomotion", "detector", "references", "balance"}
 REFERENCES = ("gait", "weight_shift", "hold")
 CMD_FIELDS = {"linear_x", "linear_y", "angular_z"}
 DAMAGE_FIELDS = {"at", "declared", "events"}
@@ -64,6 +66,7 @@ class Scenario:
     control_rate: float = 200.0
     seed: int = 0
     controller: Dict[str, Any] = field(default_factory=dict)
+    estimator: Dict[str, Any] = field(default_factory=dict)
     locomotion: Dict[str, Any] = field(default_factory=dict)
     detector: Dict[str, Any] = field(default_factory=dict)
     references: str = "gait"
@@ -142,7 +145,7 @@ def load_scenario(name_or_path: str) -> Scenario:
     f.known(cmd, CMD_FIELDS, "cmd_vel")
     sc.cmd_vel.update({key: f.number(value, "cmd_vel", key) for key, value in cmd.items()})
     _read_damage(f, sc)
-    for key in ("sensors", "controller", "locomotion", "detector", "balance"):
+    for key in ("sensors", "controller", "estimator", "locomotion", "detector", "balance"):
         setattr(sc, key, f.mapping(key))
     if "references" in data:
         if data["references"] not in REFERENCES:
@@ -172,7 +175,8 @@ def _read_damage(f: _Fields, sc: Scenario) -> None:
 
 def _check_settings(doc, sc: Scenario) -> None:
     """The parts other modules own are checked now, with this file's name on the error."""
-    for key, check in (("sensors", ImuNoise.from_dict), ("locomotion", LocomotionConfig.from_dict),
+    for key, check in (("sensors", ImuNoise.from_dict), ("estimator", BaseEstimatorConfig.from_dict),
+                       ("locomotion", LocomotionConfig.from_dict),
                        ("detector", DamageDetectorConfig.from_dict), ("balance", WeightShift.from_dict)):
         try:
             check(getattr(sc, key))

@@ -4,6 +4,7 @@ library loop takes but the graph refuses fails at start-up, in front of the user
 ``controller: solver_settings`` entry did: the graph takes only ``solver``)."""
 import pytest
 
+from hybrid_dynamics.errors import InputError
 from hybrid_dynamics.ros import params as P
 from hybrid_dynamics.ros.scenario import GraphRun
 from hybrid_dynamics.sim.scenario import available, load_scenario
@@ -26,3 +27,22 @@ def test_a_controller_setting_the_graph_does_not_take_is_refused_naming_it(tmp_p
     sc.controller = {**sc.controller, "solver_settings": {"max_iter": 10000}}
     with pytest.raises(Exception, match="solver_settings"):
         GraphRun(sc, tmp_path)._params()
+
+
+def test_a_scenarios_estimator_settings_reach_both_filters_of_the_graph(tmp_path):
+    """The library loop's one base filter and the graph's two (the controller's own, the state
+    estimator's that feeds the damage detector) run with the scenario's ``estimator:``."""
+    sc = load_scenario("jethexa_soft_damage")
+    assert sc.estimator
+    params = GraphRun(sc, tmp_path)._params()
+    for node in ("state_estimator", "whole_body_controller"):
+        for key, value in sc.estimator.items():
+            assert params[node][f"estimator.{key}"] == value, (node, key)
+
+
+def test_an_unknown_estimator_setting_is_refused_naming_file_and_field(tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text("robot: jethexa_soft\nestimator: {velocity_nois: 0.5}\n")
+    with pytest.raises(InputError, match="velocity_nois") as err:
+        load_scenario(str(path))
+    assert "bad.yaml" in str(err.value) and "estimator" in str(err.value)
