@@ -29,8 +29,9 @@ surviving contacts' forces by frame) to warm-start the first solve of the new st
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
-from typing import Dict, Optional
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Dict, Optional, Sequence
 
 import numpy as np
 import pinocchio as pin
@@ -43,13 +44,15 @@ from .formulation import Formulation
 from .references import References, Target
 from .solvers import SlackProblem, SolveResult, make_solver
 
+NO_FORCES = np.zeros((0, 3))
+
 
 @dataclass
 class ControlOutput:
-    """What one cycle produces (see the module docstring)."""
-    tau: Dict[str, float]                       # actuated joint -> torque (N m or N)
-    actuator_forces: Dict[str, float]           # closed chains: actuator -> force (N)
-    contact_forces: Dict[str, np.ndarray]       # contact frame -> world force (sum of points)
+    """What one cycle produces (see the module docstring). The dictionaries by name (``tau``,
+    ``actuator_forces``, ``contact_forces``, ``point_forces``) are made from the vectors on
+    first access: a consumer that reads ``tau_vector`` (the runtime's command) builds none."""
+    tau_vector: np.ndarray                      # torques in ``joint_names`` order (N m or N)
     dv: np.ndarray                              # generalized acceleration (controller coords)
     status: str
     solve_time: float                           # s, QP solve(s) only
@@ -57,8 +60,44 @@ class ControlOutput:
     infeasible: bool                            # the hard QP was not solved this cycle
     relaxed: bool = False                       # joint limits softened by slacks
     cycle_time: float = 0.0                     # s, the whole update
-    point_forces: Dict[str, np.ndarray] = field(default_factory=dict)   # frame -> (k, 3)
-    tau_vector: Optional[np.ndarray] = None     # torques in ``joint_names`` order
+    joint_names: Sequence[str] = ()
+    closed_chain: bool = False                  # the torques are the actuators' forces
+    forces: Optional[np.ndarray] = None         # the QP's point forces (world), 3 per point
+    # per contact: (frame, its points' rows of ``forces`` or None (swing), one point, zeros)
+    force_map: Sequence[tuple] = ()
+
+    @cached_property
+    def tau(self) -> Dict[str, float]:
+        """Actuated joint -> torque (N m or N)."""
+        return dict(zip(self.joint_names, self.tau_vector.tolist()))
+
+    @cached_property
+    def actuator_forces(self) -> Dict[str, float]:
+        """Closed chains: actuator -> force (N along a ball screw, N m for a rotary actuator),
+        the generalized force on its joint (motor torques: ``LoopClosureKinematics.motor_torque``);
+        serial robots: empty."""
+        return dict(self.tau) if self.closed_chain else {}
+
+    @cached_property
+    def point_forces(self) -> Dict[str, np.ndarray]:
+        """Contact frame -> (k, 3) world forces of its points, zeros for a swing contact."""
+        rows = self._rows()
+        return {frame: zeros if sl is None else rows[sl] for frame, sl, _, zeros in self.force_map}
+
+    @cached_property
+    def contact_forces(self) -> Dict[str, np.ndarray]:
+        """Contact frame -> world force (the sum of its points')."""
+        rows = self._rows()
+        out = {}
+        for frame, sl, single, zeros in self.force_map:
+            if sl is None:
+                out[frame] = zeros[0]
+            else:
+                out[frame] = rows[sl.start] if single else rows[sl].sum(axis=0)
+        return out
+
+    def _rows(self) -> np.ndarray:
+        return NO_FORCES if self.forces is None else self.forces.reshape(-1, 3)
 
 
 class WholeBodyController:
@@ -90,6 +129,7 @@ class WholeBodyController:
         self.mmap = mmap
         self.solver.reset()
         self._slack = {}
+        self._no_forces = None
         if self.config["solver"] == "osqp":
             self._prepare_pattern()
 
@@ -113,7 +153,7 @@ class WholeBodyController:
         self._install(morphology_map)
         if last is None:
             return
-        dv_old, forces_old = last
+        dv_old, forces_old = last.dv, last.point_forces
         n_new = self.formulation.state.n
         dv = np.zeros(n_new)
         if self.projection is None:
@@ -197,14 +237,12 @@ class WholeBodyController:
         dv, forces, tau, finite = f.decode(lay, x, res.exact)
         if not finite:
             return self._fallback(q, v, t0, solve_time, "non-finite solution", infeasible=infeasible)
-        point_forces, contact_forces = self._forces(lay, forces)
-        self._last = (dv, point_forces)
+        out = ControlOutput(
+            tau, dv, res.status + ("+slack" if relaxed else ""), solve_time, False, infeasible, relaxed,
+            time.perf_counter() - t0, f.joints.names, self.projection is not None, forces, self._force_map(lay))
+        self._last = out
         self.last_problem, self.last_solution = lay, x
-        return ControlOutput(
-            tau=dict(zip(f.joints.names, tau.tolist())), actuator_forces=self._actuator_forces(tau),
-            contact_forces=contact_forces, dv=dv, status=res.status + ("+slack" if relaxed else ""),
-            solve_time=solve_time, fallback=False, infeasible=infeasible, relaxed=relaxed,
-            cycle_time=time.perf_counter() - t0, point_forces=point_forces, tau_vector=tau)
+        return out
 
     def _solve(self, problem) -> SolveResult:
         """The backend's solve; crossed bounds or a backend error are a failed solve."""
@@ -215,35 +253,24 @@ class WholeBodyController:
         except (ValueError, RuntimeError, ArithmeticError) as exc:
             return SolveResult(np.zeros(problem.nx), False, f"solver error: {exc}", 0, False)
 
-    def _forces(self, lay, forces):
-        """Per-contact point forces (k, 3) and their sums (world), zeros (read-only, shared)
-        for swing contacts."""
-        rows = forces.reshape(-1, 3)
-        point_forces, contact_forces = {}, {}
-        for frame, sl, single, zeros in self._force_map(lay):
-            if sl is None:
-                point_forces[frame], contact_forces[frame] = zeros, zeros[0]
-            elif single:
-                point_forces[frame] = rows[sl]
-                contact_forces[frame] = rows[sl.start]
-            else:
-                pf = rows[sl]
-                point_forces[frame], contact_forces[frame] = pf, pf.sum(axis=0)
-        return point_forces, contact_forces
-
-    def _force_map(self, lay):
-        fm = getattr(lay, "force_map", None)
+    def _force_map(self, lay=None):
+        """Per contact (frame, rows of its points in the QP's forces or None, one point,
+        read-only zeros), per layout; ``lay`` None: every contact without forces (fallback)."""
+        fm = getattr(lay, "force_map", None) if lay is not None else self._no_forces
         if fm is None:
             fm = []
-            for i, c in enumerate(lay.contacts):
+            for i, c in enumerate(self.formulation.contacts):
                 zeros = np.zeros((c.n_points, 3))
                 zeros.setflags(write=False)
-                if i in lay.f_offset:
+                if lay is not None and i in lay.f_offset:
                     a = lay.f_offset[i] // 3
                     fm.append((c.frame, slice(a, a + c.n_points), c.n_points == 1, zeros))
                 else:
                     fm.append((c.frame, None, c.n_points == 1, zeros))
-            lay.force_map = fm
+            if lay is None:
+                self._no_forces = fm
+            else:
+                lay.force_map = fm
         return fm
 
     def _mapped_start(self, lay) -> np.ndarray:
@@ -257,22 +284,10 @@ class WholeBodyController:
                 x[lay.force_slice(i)] = pf.ravel()
         return x
 
-    def _actuator_forces(self, tau: np.ndarray) -> Dict[str, float]:
-        """Closed chains: the generalized force on each actuated joint is its actuator's force
-        (N along a ball screw, N m for a rotary actuator); motor torques follow from
-        ``LoopClosureKinematics.motor_torque``. Serial robots: empty."""
-        if self.projection is None:
-            return {}
-        return dict(zip(self.formulation.joints.names, tau.tolist()))
-
     def _fallback(self, q, v, t0, solve_time, status, infeasible) -> ControlOutput:
         f = self.formulation
         self.stats["fallbacks"] += 1
         tau = f.gravity_compensation(q, v, float(self.config["fallback"]["joint_damping"]))
-        zeros = {c.frame: np.zeros(3) for c in f.contacts}
-        return ControlOutput(
-            tau=dict(zip(f.joints.names, tau.tolist())), actuator_forces=self._actuator_forces(tau),
-            contact_forces=zeros, dv=np.zeros(f.state.n), status=f"fallback: {status}",
-            solve_time=solve_time, fallback=True, infeasible=infeasible,
-            cycle_time=time.perf_counter() - t0,
-            point_forces={c.frame: np.zeros((c.n_points, 3)) for c in f.contacts}, tau_vector=tau)
+        return ControlOutput(tau, np.zeros(f.state.n), f"fallback: {status}", solve_time, True, infeasible,
+                             False, time.perf_counter() - t0, f.joints.names, self.projection is not None,
+                             None, self._force_map())

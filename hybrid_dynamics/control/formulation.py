@@ -336,9 +336,10 @@ class Formulation:
         return lay
 
     def decode(self, lay: Layout, x: np.ndarray, exact: bool = False):
-        """(dv, f, tau, finite) from a solution (``finite``: tau and dv are). Unless the backend kept the equalities ``exact``
-        (null-space elimination), the unactuated rows are re-solved for the unactuated
-        accelerations (base, free internal motions) with the others fixed."""
+        """(dv, f, tau, finite) from a solution (``finite``: tau and dv are). Unless the
+        backend kept the equalities ``exact`` (null-space elimination), the unactuated rows are
+        re-solved for the unactuated accelerations (base, free internal motions) with the
+        others fixed."""
         st = self.state
         n = lay.n
         dv = x[:n]

@@ -32,7 +32,12 @@ def random_qp(rng, n, neq, nin):
 
 
 def solve(H, g, A, b, C, l, u, warm=NO_WARM):
-    return das.solve(H, g, A, b, C, l, u, warm, 1000, 1e-9)
+    """(x, active sides, status, iterations, equality residual)."""
+    n = len(g)
+    x, sides = np.full(n, np.nan), np.full(n, -7, np.intp)
+    k, status, iterations, residual = das.solve(H, g, A, b, C, l, u, warm, 1000, 1e-9, x, sides,
+                                                np.full((n, n), np.nan), np.zeros((n, n)))
+    return x, sides[:k].copy(), status, iterations, residual
 
 
 def kkt_residuals(H, g, A, b, C, l, u, x, active):
@@ -112,3 +117,34 @@ def test_indefinite_hessian_raises():
     H[0, 0] = -1.0
     with pytest.raises(np.linalg.LinAlgError):
         solve(H, g, A, b, C, l, u)
+
+
+def test_an_equal_hessian_reuses_its_factor():
+    """The workspace keeps the last Hessian factored and its L^-1 (numpy's inverse Cholesky
+    factor); a solve with an equal Hessian takes the kept factor (the same minimiser bit for
+    bit as a fresh solve; a spoiled kept factor shows that it was used), a different one is
+    factored again."""
+    rng = np.random.default_rng(6)
+    H, g, A, b, C, l, u = random_qp(rng, 14, 3, 12)
+    n = len(g)
+    H_last, Jt_last = np.full((n, n), np.nan), np.zeros((n, n))
+
+    def run(H, g):
+        x, sides = np.empty(n), np.zeros(n, np.intp)
+        status = das.solve(H, g, A, b, C, l, u, NO_WARM, 1000, 1e-9, x, sides, H_last, Jt_last)[1]
+        return x, status
+
+    x1, status = run(H, g)
+    assert status == das.SOLVED and np.array_equal(np.tril(H_last), np.tril(H))
+    Linv = np.linalg.inv(np.linalg.cholesky(H))
+    assert np.abs(np.tril(Jt_last) - Linv).max() <= 1e-12 * np.abs(Linv).max()
+    g2 = g + rng.standard_normal(n)
+    x2, status = run(H, g2)
+    assert status == das.SOLVED and np.array_equal(x2, solve(H, g2, A, b, C, l, u)[0])
+    assert np.abs(x2 - x1).max() > 1e-3
+    Jt_last[:] = 2.0 * np.eye(n)                 # spoiled: an equal Hessian now gives another x
+    assert np.abs(run(H, g2)[0] - x2).max() > 1e-3
+    H2 = H + np.eye(n)                           # a new Hessian is factored again
+    x3, status = run(H2, g2)
+    assert status == das.SOLVED and np.array_equal(x3, solve(H2, g2, A, b, C, l, u)[0])
+    assert np.array_equal(np.tril(H_last), np.tril(H2))

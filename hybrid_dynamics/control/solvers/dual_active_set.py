@@ -213,18 +213,36 @@ def _most_violated(C, l, u, x, is_active, tol):
     return p, worst
 
 
-@njit(types.Tuple((F1, I1, intp, intp, float64))(F2, F1, F2, F1, F2, F1, F1, I1, intp, float64),
+@njit(cache=True)
+def _same_lower(H, H_last):
+    """Whether the lower triangles (what the factorisation reads) are equal (NaN never is)."""
+    for i in range(H.shape[0]):
+        for c in range(i + 1):
+            if not H[i, c] == H_last[i, c]:
+                return False
+    return True
+
+
+@njit(types.Tuple((intp, intp, intp, float64))(F2, F1, F2, F1, F2, F1, F1, I1, intp, float64, F1, I1, F2, F2),
       cache=True, fastmath=FAST)
-def solve(H, g, A, b, C, l, u, warm, max_iter, tol):
-    """(x, active inequality sides in order of entry, status, iterations, largest
-    ``|A_i x - b_i| / (1 + |b_i|)``).
+def solve(H, g, A, b, C, l, u, warm, max_iter, tol, x, sides, H_last, Jt_last):
+    """The minimiser into ``x`` and the active inequality sides, in order of entry, into the
+    first entries of ``sides`` (at least ``n`` long; it may be the memory ``warm`` views);
+    returns (their number, status, iterations, largest ``|A_i x - b_i| / (1 + |b_i|)``).
     A side violated by more than ``tol (1 + |c|)`` enters. Raises numpy.linalg.LinAlgError if
-    ``H`` is not positive definite."""
+    ``H`` is not positive definite. ``H_last`` and ``Jt_last`` (n x n) hold the Hessian last
+    factored with this workspace (NaN: none) and its ``L^-1``: an equal Hessian (a standing
+    robot's: the tasks' constant one) reuses it instead of factoring again."""
     n, neq, nin = H.shape[0], A.shape[0], C.shape[0]
     Jt = np.zeros((n, n))                  # J^T = L^-1 (lower triangular), H = L L^T
-    if not _inverse_cholesky(H, Jt):
-        raise np.linalg.LinAlgError("H is not positive definite")
-    x = np.zeros(n)                        # [Goldfarb 1983, Step 0]: x = -H^-1 g = -J J^T g
+    if _same_lower(H, H_last):
+        Jt[:, :] = Jt_last
+    else:
+        if not _inverse_cholesky(H, Jt):
+            raise np.linalg.LinAlgError("H is not positive definite")
+        H_last[:, :] = H
+        Jt_last[:, :] = Jt
+    x[:] = 0.0                             # [Goldfarb 1983, Step 0]: x = -H^-1 g = -J J^T g
     for j in range(n):
         s = 0.0
         for k in range(n):
@@ -246,7 +264,7 @@ def solve(H, g, A, b, C, l, u, warm, max_iter, tol):
         if q == n or zn <= 1e-12 * dd:     # dependent on the rows before it
             if abs(s) <= tol * (1.0 + abs(b[i])):
                 continue
-            return x, active[:0].copy(), DEPENDENT, 0, abs(s) / (1.0 + abs(b[i]))
+            return 0, DEPENDENT, 0, abs(s) / (1.0 + abs(b[i]))
         t = -s / zn
         for k in range(n):
             x[k] += t * z[k]
@@ -313,4 +331,6 @@ def solve(H, g, A, b, C, l, u, warm, max_iter, tol):
         for k in range(n):
             s += A[i, k] * x[k]
         residual = max(residual, abs(s) / (1.0 + abs(b[i])))
-    return x, active[meq:q].copy(), status, it, residual
+    for j in range(meq, q):                # (warm is not read any more)
+        sides[j - meq] = active[j]
+    return q - meq, status, it, residual

@@ -31,22 +31,30 @@ class GoldfarbIdnaniSolver(QPSolver):
         self.max_iter = int(settings.get("max_iter", 1000))
         self.tol = float(settings.get("feasibility_tol", 1e-9))
         self.warm = {}               # structure key -> active inequality sides of its last solve
+        self._work = {}              # structure key -> (memory the sides are written to, the
+        #                              last Hessian factored and its L^-1)
         self.shortcuts = 0           # cycles that ended at the equality-constrained minimiser
 
     def reset(self) -> None:
         self.warm.clear()
+        self._work.clear()
 
     def solve(self, p) -> SolveResult:
+        key = p.key
+        work = self._work.get(key)
+        if work is None:
+            work = self._work[key] = (np.zeros(p.nx, np.intp), np.full((p.nx, p.nx), np.nan), np.zeros((p.nx, p.nx)))
+        x = np.empty(p.nx)
         try:
-            x, active, status, iterations, residual = das.solve(
-                p.H, p.g, p.A, p.b, p.C, p.l, p.u, self.warm.get(p.key, NO_WARM), self.max_iter, self.tol)
+            k, status, iterations, residual = das.solve(
+                p.H, p.g, p.A, p.b, p.C, p.l, p.u, self.warm.get(key, NO_WARM), self.max_iter, self.tol, x, *work)
         except np.linalg.LinAlgError:
             return SolveResult(np.zeros(p.nx), False, "Hessian not positive definite", 0, False)
         ok = status == das.SOLVED
         if ok:
-            self.warm[p.key] = active
-            self.shortcuts += not len(active)
+            self.warm[key] = work[0][:k]
+            self.shortcuts += not k
         else:                        # never warm-start from a failed solve
-            self.warm.pop(p.key, None)
+            self.warm.pop(key, None)
         return SolveResult(x, ok, STATUS[status], int(iterations), status in (das.INFEASIBLE, das.DEPENDENT),
                            exact=ok and residual <= EXACT)
