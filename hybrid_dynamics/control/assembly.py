@@ -18,6 +18,12 @@ torque-limit and joint-limit rows; the stance points' force Jacobian ``Jf`` when
 contact is a point at its frame's origin. Any other active task (base position, momentum, the
 decoupled tasks, a sole's wrench regularisation, force references) and any other constraint
 adds its terms through its own method after the call.
+
+With the goldfarb_idnani backend the same call also solves the problem it wrote and computes
+the actuated torques (:func:`fill_and_solve`, when the call covers every term of the cycle):
+the backend's ``solve`` receives it from the formulation (``Layout.fill_call``) and makes it with
+its warm start and workspace, so that the cycle's tasks, constraints, solve and torques are one
+compiled call.
 """
 from __future__ import annotations
 
@@ -25,6 +31,7 @@ import numpy as np
 from numba import boolean, float64, intp, njit, types, void
 
 from . import kernels
+from .solvers import dual_active_set as das
 from .constraints import INF, ActuationLimits, Constraint, ContactAcceleration, FloatingBaseDynamics, JointLimits
 from .tasks import BaseOrientationTask, ComTask, ForceRegularizationTask, PostureTask, SwingFootTask
 
@@ -100,6 +107,40 @@ def fill_cycle(H, H_const, g, A, b_lo, b_hi, C, l, u, Jf, blocks, included, incl
                                           free, params[LIMIT_T], params[LIMIT_DT], params[LIMIT_AMAX], INF)
 
 
+C1, C2, CI = float64[::1], float64[:, ::1], intp[::1]     # the solver's (C-contiguous) arrays
+
+
+@njit(types.Tuple((intp, intp, intp, float64, boolean))(
+    C2, F2, C1, C2, C1, F1, C2, C1, C1, *fill_cycle.nopython_signatures[0].args[9:], CI, intp, float64, C1, CI, C2, C2, F1),
+    cache=True)
+def fill_and_solve(H, H_const, g, A, b_lo, b_hi, C, l, u, Jf, blocks, included, included_rows, included_stance,
+                   unactuated, act, free, q_idx, v_cols, f_cols, params, limits, gravity,
+                   M, h, J6, drift, frame_p, v, q, q_joints, v_joints,
+                   com_position, com_velocity_ref, com_acceleration, com, com_velocity, e, R, w_ref, dw_ref, q_ref,
+                   feet, feet_rows, feet_reference, warm, max_iter, tol, x, sides, H_last, Jt_last, tau):
+    """:func:`fill_cycle`, then (bounds not crossed) the dual active-set solve of the problem it
+    wrote (:func:`~hybrid_dynamics.control.solvers.dual_active_set.solve`: ``warm`` to
+    ``Jt_last`` are its arguments), then the actuated torques of the solution into ``tau``
+    (:func:`~hybrid_dynamics.control.kernels.actuated_torques`): the goldfarb_idnani backend's
+    whole cycle in one call. Returns the solve's (sides, status, iterations, residual) and
+    whether torques and accelerations are finite; status ``das.CROSSED`` when a lower bound is
+    above its upper one (nothing solved)."""
+    fill_cycle(H, H_const, g, A, b_lo, b_hi, C, l, u, Jf, blocks, included, included_rows, included_stance,
+               unactuated, act, free, q_idx, v_cols, f_cols, params, limits, gravity,
+               M, h, J6, drift, frame_p, v, q, q_joints, v_joints,
+               com_position, com_velocity_ref, com_acceleration, com, com_velocity, e, R, w_ref, dw_ref, q_ref,
+               feet, feet_rows, feet_reference)
+    if kernels.crossed(l, u):
+        return 0, das.CROSSED, 0, 0.0, False
+    k, status, iterations, residual = das.solve(H, g, A, b_lo, C, l, u, warm, max_iter, tol, x, sides,
+                                                H_last, Jt_last)
+    finite = False
+    if status == das.SOLVED:
+        n = v.shape[0]
+        finite = kernels.actuated_torques(tau, M, h, Jf, act, x[:n], x[n:])
+    return k, status, iterations, residual, finite
+
+
 class CyclePlan:
     """What :func:`fill_cycle` reads that changes only with the layout and the set of active
     tasks (``static``: its leading arguments), the covered tasks whose references it reads
@@ -157,6 +198,7 @@ class CyclePlan:
         blocks[JF_FROM_J6] = int(lay.rows_are_Jf)
         self.jf_by_points = bool(lay.nf) and not lay.rows_are_Jf      # soles: Jp stacked first
         self.gradients, self.adds, self.fills = gradients, adds, fills
+        self.whole = not (gradients or adds or fills)       # every term is the call's
         st = f.state
         self.q_joints, self.v_joints = np.zeros(len(js.names)), np.zeros(len(js.names))
         self.params = params
@@ -166,8 +208,10 @@ class CyclePlan:
                        np.asarray(js.q_idx, np.intp), np.asarray(js.v_cols, np.intp),
                        np.asarray(lay.f_stance_diag, np.intp), params, limits, st.gravity)
 
-    def run(self, st, lay, q, refs) -> None:
-        """One cycle: the references of the covered tasks, one call, then the others' terms."""
+    def run(self, st, lay, q, refs, defer: bool = False):
+        """One cycle: the references of the covered tasks, one call, then the others' terms.
+        ``defer``: when the call covers every term of this cycle, make no call and return
+        ``(fill_and_solve, its leading arguments)`` for the solver's own call; else None."""
         if self.jf_by_points:
             np.concatenate([st.Jp[i] for i in lay.included], out=lay.Jf)
         st.q_joints, st.v_joints = self.q_joints, self.v_joints
@@ -188,8 +232,11 @@ class CyclePlan:
         if self.force is not None:
             forces = bool(refs.forces)
             self.params[FORCE_SHARE] = 0.0 if forces else self.share
-        fill_cycle(*self.static, st.M, st.h, st.J6_stack, st.drift_stack, st.frame_p, st.v_m, q,
-                   self.q_joints, self.v_joints, *c_args, st.com, st.com_velocity, *o_args, q_ref, *feet)
+        args = (*self.static, st.M, st.h, st.J6_stack, st.drift_stack, st.frame_p, st.v_m, q,
+                self.q_joints, self.v_joints, *c_args, st.com, st.com_velocity, *o_args, q_ref, *feet)
+        if defer and self.whole and not forces:
+            return fill_and_solve, args
+        fill_cycle(*args)
         for add_gradient in self.gradients:
             add_gradient(lay.g, st, lay, refs)
         if forces:
@@ -198,3 +245,4 @@ class CyclePlan:
             add(lay.H, lay.g, st, lay, refs)
         for fill, rows, lo, hi in self.fills:
             fill(rows, lo, hi, st, lay)
+        return None

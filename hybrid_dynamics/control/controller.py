@@ -55,7 +55,8 @@ class ControlOutput:
     tau_vector: np.ndarray                      # torques in ``joint_names`` order (N m or N)
     dv: np.ndarray                              # generalized acceleration (controller coords)
     status: str
-    solve_time: float                           # s, QP solve(s) only
+    solve_time: float                           # s, QP solve(s) only (goldfarb_idnani: the QP's numbers
+    #                                             written in the same call, control/assembly.py)
     fallback: bool
     infeasible: bool                            # the hard QP was not solved this cycle
     relaxed: bool = False                       # joint limits softened by slacks
@@ -110,6 +111,7 @@ class WholeBodyController:
         self.leaves = SoftLeaves(robot, machine_code=bool(self.config["soft"]["machine_code"])) \
             if robot.soft_modules else None                                # soft feet
         self.solver = make_solver(self.config["solver"], self.config["solver_settings"])
+        self._fills = bool(getattr(self.solver, "fills", False))     # fill, solve, torques: one call
         self.stats = {"cycles": 0, "fallbacks": 0, "infeasible": 0, "relaxed": 0}
         self._warm = None
         self._last = None
@@ -209,7 +211,7 @@ class WholeBodyController:
             return self._fallback(q, v, t0, 0.0, "non-finite state", infeasible=False)
         st = f.stance_tuple(stance)
         try:
-            lay = f.build(q, v, st, refs)
+            lay = f.build(q, v, st, refs, self._fills)
         except (RuntimeError, ValueError, ArithmeticError, np.linalg.LinAlgError) as exc:
             # e.g. a closed linkage at a singularity (closed_chain.SingularLinkage)
             return self._fallback(q, v, t0, 0.0, f"model update: {exc}", infeasible=False)
@@ -217,7 +219,7 @@ class WholeBodyController:
             lay.x = self._mapped_start(lay)
             self._warm = None
         t1 = time.perf_counter()
-        res = self._solve(lay)
+        res = self._solve(lay, lay.fill_call)
         relaxed = False
         infeasible = not res.ok        # the hard QP was not solved (infeasible or no convergence)
         x = res.x
@@ -234,29 +236,31 @@ class WholeBodyController:
             self.stats["infeasible"] += 1
         if not res.ok:
             return self._fallback(q, v, t0, solve_time, res.status, infeasible=infeasible)
-        dv, forces, tau, finite = f.decode(lay, x, res.exact)
+        dv, forces, tau, finite = f.decode(lay, x, res.exact, res.torques)
         if not finite:
             return self._fallback(q, v, t0, solve_time, "non-finite solution", infeasible=infeasible)
         out = ControlOutput(
-            tau, dv, res.status + ("+slack" if relaxed else ""), solve_time, False, infeasible, relaxed,
-            time.perf_counter() - t0, f.joints.names, self.projection is not None, forces, self._force_map(lay))
+            tau, dv, res.status + "+slack" if relaxed else res.status, solve_time, False, infeasible, relaxed,
+            time.perf_counter() - t0, f.joints.names, self.projection is not None, forces,
+            lay.force_map or self._force_map(lay))
         self._last = out
         self.last_problem, self.last_solution = lay, x
         return out
 
-    def _solve(self, problem) -> SolveResult:
-        """The backend's solve; crossed bounds or a backend error are a failed solve."""
-        if kernels.crossed(problem.l, problem.u):
+    def _solve(self, problem, fill=None) -> SolveResult:
+        """The backend's solve (``fill``: with the problem's fill, ``Layout.fill_call``); crossed
+        bounds or a backend error are a failed solve."""
+        if fill is None and kernels.crossed(problem.l, problem.u):
             return SolveResult(np.zeros(problem.nx), False, "crossed bounds", 0, True)
         try:
-            return self.solver.solve(problem)
+            return self.solver.solve(problem) if fill is None else self.solver.solve(problem, fill)
         except (ValueError, RuntimeError, ArithmeticError) as exc:
             return SolveResult(np.zeros(problem.nx), False, f"solver error: {exc}", 0, False)
 
     def _force_map(self, lay=None):
         """Per contact (frame, rows of its points in the QP's forces or None, one point,
         read-only zeros), per layout; ``lay`` None: every contact without forces (fallback)."""
-        fm = getattr(lay, "force_map", None) if lay is not None else self._no_forces
+        fm = lay.force_map if lay is not None else self._no_forces
         if fm is None:
             fm = []
             for i, c in enumerate(self.formulation.contacts):

@@ -179,6 +179,8 @@ class Layout:
         self.H_fix[np.arange(n), np.arange(n)] = f.regularization
         self.plans = {}         # active tasks -> CyclePlan (its constant Hessian, one call per cycle)
         self.x = None                                    # mapped start after a rebuild
+        self.fill_call = None     # the cycle's fill left to the backend's call (Formulation.build)
+        self.force_map = None     # the controller's output map of the forces (made on first use)
 
     @property
     def b(self) -> np.ndarray:
@@ -319,11 +321,13 @@ class Formulation:
         return lay
 
     # ------------------------------------------------------------------ one cycle
-    def build(self, q: np.ndarray, v: np.ndarray, stance: tuple, refs) -> Layout:
-        """Update the model at (q, v) and fill the QP of this stance pattern."""
+    def build(self, q: np.ndarray, v: np.ndarray, stance: tuple, refs, defer: bool = False) -> Layout:
+        """Update the model at (q, v) and fill the QP of this stance pattern; ``defer`` (a
+        backend that fills in its own call): when one compiled call covers the whole cycle,
+        leave it to the backend in ``Layout.fill_call`` (control/assembly.py), else None there."""
         st = self.state
         st.update(q, v)
-        lay = self.layout(stance)
+        lay = self.layouts.get(stance) or self.layout(stance)
         active = tuple([t.active(refs) for t in self.tasks])
         plan = lay.plans.get(active)
         if plan is None:
@@ -332,18 +336,20 @@ class Formulation:
                 if on and task.constant_hessian:
                     task.add_hessian(H_const, lay)
             plan = lay.plans[active] = CyclePlan(self, lay, active, H_const)
-        plan.run(st, lay, q, refs)
+        lay.fill_call = plan.run(st, lay, q, refs, defer)
         return lay
 
-    def decode(self, lay: Layout, x: np.ndarray, exact: bool = False):
+    def decode(self, lay: Layout, x: np.ndarray, exact: bool = False, torques=None):
         """(dv, f, tau, finite) from a solution (``finite``: tau and dv are). Unless the
         backend kept the equalities ``exact`` (null-space elimination), the unactuated rows are
         re-solved for the unactuated accelerations (base, free internal motions) with the
-        others fixed."""
+        others fixed. ``torques``: (tau, finite) of ``x`` already computed by the solve's call."""
         st = self.state
         n = lay.n
         dv = x[:n]
         f = x[n:]
+        if exact and torques is not None and not len(lay.swing_force_cols):
+            return (dv, f) + torques
         if len(lay.swing_force_cols):          # fixed layout: swing forces are zero exactly
             f = f.copy()
             f[lay.swing_force_cols - n] = 0.0

@@ -13,6 +13,7 @@ import pytest
 from hybrid_dynamics.control import WholeBodyController
 from hybrid_dynamics.control import tsid_peer as tp
 from hybrid_dynamics.control.references import Target
+from hybrid_dynamics.control.solvers import dual_active_set as das
 from hybrid_dynamics.control.tsid_peer import workloads as wl
 from hybrid_dynamics.model.morphology import Morphology, MorphologyMap
 from hybrid_dynamics.model.robot import load_robot
@@ -104,3 +105,36 @@ def test_one_call_on_a_damaged_robot_and_every_reference():
         samples.append(wl.Sample(q, 0.3 * rng.standard_normal(len(mmap.v_index)),
                                  (np.zeros(3), np.zeros(3), np.zeros(3)), stance))
     check(ctrl, samples, refs_of)
+
+
+@pytest.mark.parametrize("name", ["solo12", "jethexa"])
+def test_fill_solve_and_torques_in_one_call(name):
+    """The goldfarb_idnani backend's cycle in one call (assembly.fill_and_solve): the problem
+    it wrote is the methods' (1e-12), its solution the dual active-set kernel's on that problem
+    from a cold start (1e-9), its torques the actuated rows of the dynamics at that solution
+    (numpy, 1e-12); every sample took that path and some had an active inequality."""
+    robot = load_robot(name)
+    samples = wl.workload(robot, "walk", 400)
+    config = dict(tp.SAME_PROBLEM, solver="goldfarb_idnani")
+    config["limits"] = {"torque_scale": tp.binding_torque_scale(robot, samples, config)}   # the bench's
+    ctrl = WholeBodyController(robot, config)
+    form = ctrl.formulation
+    frames = [c.frame for c in form.contacts]
+    active = 0
+    for s in samples[::10]:
+        refs = tp.references_for(s)
+        out = ctrl.update(s.q, s.v, dict(zip(frames, s.stance)), refs)
+        lay, x = ctrl.last_problem, ctrl.last_solution
+        assert not out.fallback and lay.fill_call is not None
+        for a, b in zip((lay.H, lay.g, lay.A, lay.b_lo, lay.b_hi, lay.C, lay.l, lay.u), by_terms(form, lay, refs)):
+            same(a, b)
+        n = lay.nx
+        x_ref, sides = np.empty(n), np.zeros(n, np.intp)
+        k = das.solve(lay.H, lay.g, lay.A, lay.b, lay.C, lay.l, lay.u, np.zeros(0, np.intp), 1000, 1e-9, x_ref,
+                      sides, np.full((n, n), np.nan), np.zeros((n, n)))[0]
+        assert np.abs(x - x_ref).max() <= 1e-9 * max(1.0, np.abs(x_ref).max())
+        active += k > 0
+        st, dv, f = form.state, x[:lay.n], x[lay.n:]
+        tau = st.M[lay.act] @ dv + st.h[lay.act] - lay.Jf[:, lay.act].T @ f
+        assert np.abs(out.tau_vector - tau).max() <= 1e-12 * max(1.0, np.abs(tau).max())
+    assert active > 0

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from typing import Optional
 
 import numpy as np
 
@@ -22,6 +23,7 @@ class SolveResult:
     iterations: int
     infeasible: bool = False
     exact: bool = False        # equalities hold to round-off (null-space elimination)
+    torques: Optional[tuple] = None   # (tau, finite) of x, computed in the solve's call
 
 
 class SlackProblem:

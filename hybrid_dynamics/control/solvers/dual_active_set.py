@@ -47,6 +47,7 @@ from ...estimation.kalman_step import _cholesky_in_place   # the base estimator'
 F1, F2, I1 = float64[::1], float64[:, ::1], intp[::1]      # C-contiguous
 
 SOLVED, INFEASIBLE, DEPENDENT, ITERATION_LIMIT = 0, 1, 2, 3
+CROSSED = 4                  # a lower bound above its upper one (control/assembly.py: nothing solved)
 NO_BOUND = 1e19
 # reassociation lets LLVM vectorise the dot products; infinities and NaN keep their meaning
 # (the step lengths are infinite when no constraint blocks, a NaN Hessian fails the Cholesky)

@@ -19,13 +19,15 @@ from .base import QPSolver, SolveResult
 
 STATUS = {das.SOLVED: "solved", das.INFEASIBLE: "infeasible",
           das.DEPENDENT: "dependent equality rows that contradict each other",
-          das.ITERATION_LIMIT: "iteration limit"}
+          das.ITERATION_LIMIT: "iteration limit", das.CROSSED: "crossed bounds"}
+FAILED = (das.INFEASIBLE, das.DEPENDENT, das.CROSSED)
 NO_WARM = np.zeros(0, np.intp)
 EXACT = 1e-10                 # |A_i x - b_i| <= EXACT (1 + |b_i|): the equalities hold to round-off
 
 
 class GoldfarbIdnaniSolver(QPSolver):
     name = "goldfarb_idnani"
+    fills = True                 # solve(p, fill): the problem written in the same compiled call
 
     def __init__(self, settings: dict):
         self.max_iter = int(settings.get("max_iter", 1000))
@@ -39,15 +41,27 @@ class GoldfarbIdnaniSolver(QPSolver):
         self.warm.clear()
         self._work.clear()
 
-    def solve(self, p) -> SolveResult:
+    def solve(self, p, fill=None) -> SolveResult:
+        """``fill``: (kernel, its leading arguments) that writes ``p``'s numbers, solves them
+        with this backend's warm start and workspace and computes the actuated torques in one
+        compiled call (control/assembly.py ``fill_and_solve``); they come back in
+        ``SolveResult.torques``."""
         key = p.key
         work = self._work.get(key)
         if work is None:
             work = self._work[key] = (np.zeros(p.nx, np.intp), np.full((p.nx, p.nx), np.nan), np.zeros((p.nx, p.nx)))
         x = np.empty(p.nx)
+        warm = self.warm.get(key, NO_WARM)
+        torques = None
         try:
-            k, status, iterations, residual = das.solve(
-                p.H, p.g, p.A, p.b, p.C, p.l, p.u, self.warm.get(key, NO_WARM), self.max_iter, self.tol, x, *work)
+            if fill is None:
+                k, status, iterations, residual = das.solve(
+                    p.H, p.g, p.A, p.b, p.C, p.l, p.u, warm, self.max_iter, self.tol, x, *work)
+            else:
+                tau = np.empty(len(p.act))
+                k, status, iterations, residual, finite = fill[0](*fill[1], warm, self.max_iter, self.tol, x,
+                                                                  *work, tau)
+                torques = (tau, finite)
         except np.linalg.LinAlgError:
             return SolveResult(np.zeros(p.nx), False, "Hessian not positive definite", 0, False)
         ok = status == das.SOLVED
@@ -56,5 +70,5 @@ class GoldfarbIdnaniSolver(QPSolver):
             self.shortcuts += not k
         else:                        # never warm-start from a failed solve
             self.warm.pop(key, None)
-        return SolveResult(x, ok, STATUS[status], int(iterations), status in (das.INFEASIBLE, das.DEPENDENT),
-                           exact=ok and residual <= EXACT)
+        return SolveResult(x, ok, STATUS[status], int(iterations), status in FAILED,
+                           exact=ok and residual <= EXACT, torques=torques if ok else None)
