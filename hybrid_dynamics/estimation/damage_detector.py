@@ -51,7 +51,11 @@ when the robot falls onto it. A swing leg whose largest joint residual exceeds
 ``swing_threshold`` for ``persistence`` is blamed if its encoders also show that the joint
 carrying that largest residual is frozen (below): a constraint torque sits on the joint that
 cannot move. An unexpected ground contact during swing moves every joint's residual but
-freezes none, so it is not taken for damage; nor is a swing leg stepping in place, whose hip
+freezes none, so it is not taken for damage; nor is a joint resting on its stop (within
+``stop_margin`` of its position limit): the stop holds it still and takes a constraint torque
+just as a lock would (a swing foot the sinking body pushes up drives its femur into the stop),
+so the two cannot be told apart there, and a joint locked on its stop is not convicted by
+this test; nor is a swing leg stepping in place, whose hip
 joint stands still by command while the timing of its inputs (late or coarse samples
 between processes on a loaded machine) puts residual on the joints that lift the foot.
 The ``switch_holdoff`` pause after a planned contact switch does not stop the swing test of a
@@ -119,6 +123,7 @@ class DamageDetectorConfig:
     frozen_speed: float = 0.02         # rad/s: a joint slower than this over the window is frozen
     holdoff: float = 0.3               # s after a morphology change before testing again
     swing_threshold: float = 0.01      # N m, joint residual of a leg in planned swing (healthy < 2e-3)
+    stop_margin: float = 0.01          # rad: a joint this close to its position limit rests on its stop
     max_gap: float = 0.03              # s: a longer interval between calls is not integrated
     resync: float = 0.1                # s without decisions after such a gap
     startup_grace: float = 1.0         # s after the first call without decisions
@@ -483,8 +488,8 @@ class DamageDetector:
             if t - since < cfg.persistence or calls + 1 < cfg.min_samples:
                 continue
             suspect = self.row_joint[name][int(np.argmax(residual))]
-            if not self._frozen(name, since)[suspect]:
-                continue          # the joint carrying the residual moves: no constraint holds it
+            if not self._frozen(name, since)[suspect] or self._at_stop(name, suspect):
+                continue          # the joint carrying the residual moves, or its stop holds it
             detection = self._classify(t, name, since, suspect)
             detection.statistic, detection.onset = level, since
             detection.test, detection.threshold, detection.samples = SWING_TEST, cfg.swing_threshold, calls + 1
@@ -521,6 +526,15 @@ class DamageDetector:
             speed = (smooth.max() - smooth.min()) / span
             frozen.append(speed < self.config.frozen_speed)
         return frozen
+
+    def _at_stop(self, leg_name: str, k: int) -> bool:
+        """Does joint ``k`` of the leg rest on its stop (the hardware's position limit, the
+        model's ``lower/upperPositionLimit``) by its last encoder reading?"""
+        model = self.robot.model
+        joint = model.joints[next(l for l in self.robot.legs if l.name == leg_name).joints[k]]
+        angle = self.history[-1][1][joint.idx_q - 7]
+        lower, upper = model.lowerPositionLimit[joint.idx_q], model.upperPositionLimit[joint.idx_q]
+        return bool(angle <= lower + self.config.stop_margin or angle >= upper - self.config.stop_margin)
 
     def _classify(self, t: float, leg_name: str, since: float = -np.inf, suspect: Optional[int] = None) -> Detection:
         """What happened to the leg, from its frozen joints (module docstring); ``suspect``:

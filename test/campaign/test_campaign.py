@@ -12,6 +12,7 @@ from hybrid_dynamics.campaign.outcome import classify
 from hybrid_dynamics.campaign.report import write_report
 from hybrid_dynamics.campaign.spec import expand, load_campaign
 from hybrid_dynamics.errors import InputError
+from hybrid_dynamics.estimation.damage_detector import DamageDetector
 from hybrid_dynamics.model.robot import load_robot
 from hybrid_dynamics.sim.runner import ScenarioRun
 from mujoco_geometry import body_box_bottom
@@ -259,3 +260,30 @@ def test_a_pair_lost_as_one_leg_lands_and_the_other_lifts_is_found_at_once(tmp_p
     assert sorted(d["what"] for d in found) == ["leg1 lost", "leg3 lost"], found
     assert 0.0 < float(row["detection_latency_s"]) <= 0.1, row
     assert row["outcome"] == "walked", row
+
+
+def test_a_swing_femur_on_its_stop_is_not_taken_for_a_locked_one(tmp_path, monkeypatch):
+    """Legs 1 and 4 lost (undeclared) at phase 1: only foot 5 is left down and the body sinks
+    onto the swinging tripod; leg 2's foot, pushed up by the ground, holds its femur on its
+    stop (-1.6 rad) with a constraint torque on that joint, as a lock would. The detector
+    convicted it as locked (with the pair, at 0.475 s) and the body came down at 0.34 m/s;
+    a joint on its stop is not taken for a locked one: the pair alone is found, and the robot
+    walks on. The state did occur: the stop rule held back the swing test on leg 2's femur."""
+    held, at_stop = [], DamageDetector._at_stop
+
+    def spy(self, leg, k):
+        if at_stop(self, leg, k):
+            held.append((leg, k))
+            return True
+        return False
+
+    monkeypatch.setattr(DamageDetector, "_at_stop", spy)
+    spec = load_campaign("jethexa")
+    run = next(r for r in expand(spec, load_robot(spec.robot), 1.3)
+               if r.fault.id == "leg1+leg4" and r.phase == 1 and not r.declared)
+    sim = ScenarioRun(scenario_of(spec, run), tmp_path / "run", progress=False, bag=False, plots=False,
+                      low_fraction=REST_FRACTION)
+    row = measure(sim, sim.run(), run)
+    assert ("leg2", 1) in held
+    assert sorted(d.describe() for d in sim.detector.detections) == ["leg1 lost", "leg4 lost"]
+    assert row["outcome"] == "walked" and row["touchdown_speed_mps"] is None, row

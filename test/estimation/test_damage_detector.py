@@ -145,3 +145,71 @@ def test_a_detection_carries_its_evidence(tmp_path):
         assert e["threshold"] == (cfg.threshold if e["test"] == "base wrench |e|" else cfg.swing_threshold)
         assert e["residual"] > e["threshold"] and e["samples"] >= cfg.min_samples
         assert e["above_for_s"] >= cfg.persistence - 1e-9 and e["onset"] >= 3.0
+
+
+class _NoStopRule(DamageDetector):
+    """The detector without its stop rule: a joint on its stop counts as a frozen joint."""
+
+    def _at_stop(self, leg_name, k):
+        return False
+
+
+LOCK_AT = -1.0       # rad, leg 1's femur on its way up (standing: -0.25, stop: -1.6)
+
+
+def _femur_pushed_in_swing(robot, det, locked=False, push=0.2, seconds=2.0):
+    """A PD-held standing plant whose leg 1 is in planned swing from 1 s on (its tibia
+    swinging on a 2 Hz sine), its femur
+    pushed by a constant -``push`` N m towards its lower stop (-1.6 rad; MuJoCo's joint range
+    stops it there) or, ``locked``, locked by the plant where it stands once its femur has
+    swung up past ``LOCK_AT`` (the foot in the air); the
+    detector called every 5 ms until its first detection. Returns the times of those calls,
+    leg 1's femur angle and its residual at each."""
+    plant = Plant(robot)
+    frames = [c.frame for c in robot.contacts]
+    rows = []
+    for k in range(int(seconds / plant.timestep)):
+        q, v = plant.q(), plant.v()
+        _, _, _, effort = plant.joint_states()
+        t = plant.time
+        lifted = t >= 1.0
+        if lifted and locked and q[8] < LOCK_AT and not plant.locked_joints:
+            plant.lock_joint("leg1_femur_joint")
+        if k % 5 == 0 and not det.detections:
+            det.update(t, q, v, effort, {f: not (lifted and f == "leg1_foot") for f in frames})
+            rows.append((t, q[8], det.r[1 + 6]))
+        target = robot.q_stand[7:].copy()
+        if lifted:        # the tibia swings as in a step
+            target[2] += 0.3 * np.sin(4 * np.pi * (t - 1.0))
+        tau = 50.0 * (target - q[7:]) - 0.3 * v[6:]
+        if lifted:
+            tau[1] = -push
+        plant.set_torques(tau)
+        plant.step()
+    return np.array(rows).T
+
+
+def test_a_swing_joint_resting_on_its_stop_is_not_convicted_a_locked_one_is(robot):
+    """A joint held by its stop is still and takes a constraint torque, as a locked joint
+    does (the campaign's legs 1+4 lost at phase 1: leg 2's femur, pushed into its stop by
+    the ground in swing, was convicted as locked and the robot fell). Leg 1's femur pushed
+    into its stop in swing: its residual stays above the swing test's threshold and the joint
+    still (so the test without its stop rule convicts leg 1), and the detector convicts
+    nothing; the same push on the femur locked where it stands is convicted, at its angle."""
+    lower = robot.model.lowerPositionLimit[8]
+    cfg = DamageDetectorConfig()
+    det = DamageDetector(robot)
+    t, angles, residuals = _femur_pushed_in_swing(robot, det)
+    angles, residuals = angles[t >= 1.5], residuals[t >= 1.5]      # the femur has reached its stop
+    assert np.all(np.abs(angles - lower) < cfg.stop_margin)               # resting on the stop
+    assert np.all(np.abs(residuals) > 5 * cfg.swing_threshold)           # its constraint torque
+    assert det.testing and det.detections == []
+    without = _NoStopRule(robot)
+    _femur_pushed_in_swing(robot, without)
+    assert [(d.leg, d.joint) for d in without.detections] == [("leg1", "leg1_femur_joint")]
+    locked = DamageDetector(robot)
+    t, angles, _ = _femur_pushed_in_swing(robot, locked, locked=True)
+    held = angles[t >= locked.detections[0].onset]
+    assert np.all(np.abs(held - LOCK_AT) < 0.05) and np.ptp(held) < 2e-3
+    assert [(d.leg, d.kind, d.joint) for d in locked.detections] == [("leg1", "locked", "leg1_femur_joint")]
+    assert abs(locked.detections[0].angle - held[-1]) < 2e-3
