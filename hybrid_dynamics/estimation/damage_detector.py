@@ -92,7 +92,7 @@ from __future__ import annotations
 
 import itertools
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 from typing import Deque, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
@@ -128,13 +128,31 @@ class DamageDetectorConfig:
     resync: float = 0.1                # s without decisions after such a gap
     startup_grace: float = 1.0         # s after the first call without decisions
     converged_for: float = 0.2         # s of |e| < threshold / 2 before the first decision
+    # While the IMU says the body falls (estimation/fall_monitor.py) the tests decide on less
+    # evidence: a body that falls has lost what carried it. The observer (bandwidth ``gain``)
+    # needs 20-40 ms to build the residual that explains the loss, but the lost legs' encoders
+    # stop at once while the legs that carry a walking, falling body move; a pair lost in
+    # stance while the other tripod swings, declared 20 ms after the loss, walks or stands in
+    # all 8 such campaign falls, 30 ms late 2 fall again (docs/campaign.md).
+    falling_persistence: float = 0.005           # s: confirmation window, and ...
+    falling_min_samples: int = 2                 # ... calls
+    falling_frozen_span: float = 0.015           # s of encoder history (from the fall's onset)
+    falling_frozen_samples: int = 3
+    falling_frozen_speed: float = 0.06           # rad/s: 0.9 mrad over 15 ms (encoder noise 0.2 mrad)
+    falling_explain_ratio: float = 0.3
+    falling_explain_ratio_with_swing: float = 0.2
 
     @classmethod
     def from_dict(cls, data: Optional[Mapping] = None) -> "DamageDetectorConfig":
         data = dict(data or {})
         reject_unknown_settings(cls, data, "damage detector", "damage_detector")
-        counts = ("max_legs", "min_samples", "frozen_samples")
+        counts = ("max_legs", "min_samples", "frozen_samples", "falling_min_samples", "falling_frozen_samples")
         return cls(**{k: (int(v) if k in counts else float(v)) for k, v in data.items()})
+
+    def falling(self) -> "DamageDetectorConfig":
+        """The settings while the body falls: each ``falling_X`` in place of ``X``."""
+        return replace(self, **{f.name[len("falling_"):]: getattr(self, f.name) for f in fields(self)
+                                if f.name.startswith("falling_")})
 
 
 @dataclass
@@ -150,6 +168,7 @@ class Detection:
     test: str = BASE_TEST         # which test decided
     threshold: float = 0.0        # that test's threshold
     samples: int = 0              # consecutive calls above the threshold
+    falling: bool = False         # decided on the falling_* settings (the IMU said the body fell)
 
     def apply(self, morphology: Morphology) -> Morphology:
         if self.kind == "locked":
@@ -168,7 +187,7 @@ class Detection:
         return {"t": round(self.t, 4), "leg": self.leg, "what": self.describe(), "test": self.test,
                 "residual": round(self.statistic, 4), "threshold": self.threshold,
                 "onset": round(self.onset, 4), "above_for_s": round(self.t - self.onset, 4),
-                "samples": self.samples}
+                "samples": self.samples, "falling": self.falling}
 
 
 class DamageDetector:
@@ -177,6 +196,10 @@ class DamageDetector:
     def __init__(self, robot, config: Optional[DamageDetectorConfig | Mapping] = None):
         self.robot = robot
         self.config = config if isinstance(config, DamageDetectorConfig) else DamageDetectorConfig.from_dict(config)
+        self.falling_rules = self.config.falling()
+        self.rules = self.config                   # the settings of this call (falling or not)
+        self.falling_calls = 0                     # calls made while the body fell
+        self.falling_since: Optional[float] = None  # the fall's onset, while the IMU says it falls
         self.statistic = 0.0
         self.history: Deque[Tuple[float, np.ndarray, np.ndarray]] = deque()
         self.detections: List[Detection] = []
@@ -241,15 +264,21 @@ class DamageDetector:
     # ------------------------------------------------------------------ the cycle
     def update(self, t: float, q: np.ndarray, v: np.ndarray, tau: np.ndarray,
                stance: Optional[Mapping[str, bool]] = None, q_soft: Optional[np.ndarray] = None,
-               v_soft: Optional[np.ndarray] = None) -> List[Detection]:
+               v_soft: Optional[np.ndarray] = None, falling_since: Optional[float] = None) -> List[Detection]:
         """``q``, ``v`` healthy-size (Pinocchio conventions), ``tau`` the torques of every 1-DoF
         joint (healthy size, Pinocchio order) *applied since the previous call* (their mean
         over the interval), ``q_soft``, ``v_soft`` the deformation coordinates of every soft
         module (healthy size, a robot with soft modules only), ``stance`` the planned contact
         flags (frame -> bool) at ``t``: for
         ``switch_holdoff`` after any of them changes nothing is tested (the base velocity
-        estimate jumps at contact switches, and so does the residual). Returns the legs
-        detected in this cycle (usually none)."""
+        estimate jumps at contact switches, and so does the residual). ``falling_since``: the
+        IMU says the body falls since then (estimation/fall_monitor.py): the tests decide on
+        the ``falling_*`` settings and the encoders are judged from that onset on. Returns
+        the legs detected in this cycle (usually none)."""
+        falling = falling_since is not None
+        self.rules = self.falling_rules if falling else self.config
+        self.falling_since = falling_since
+        self.falling_calls += falling
         qf = self.map.expand_q(self.map.reduce_q(q))
         vf = self.map.expand_v(self.map.reduce_v(v))
         if self.leaves is not None:
@@ -393,9 +422,9 @@ class DamageDetector:
         convicted = {d.leg for d in carried}
         found = []
         for name, _, _, _ in self.legs:
-            if name in convicted or stance.get(self.leg_frame[name], True) or not all(self._frozen(name, since)):
+            if name in convicted or stance.get(self.leg_frame[name], True) or not all(self._frozen(name, since, self.config)):
                 continue
-            detection = self._classify(t, name, since)
+            detection = self._classify(t, name, since, rules=self.config)
             detection.statistic, detection.onset = self.statistic, since
             detection.test, detection.threshold = BASE_TEST, self.config.threshold
             found.append(detection)
@@ -407,7 +436,7 @@ class DamageDetector:
         explained by the fewest legs (with those the swing test found in this call: S1, one
         leg lost in swing, one in stance, declared together). None: ``|e|`` is above the
         threshold but not yet confirmed or explained."""
-        cfg = self.config
+        cfg = self.rules
         if self.statistic < cfg.threshold:
             self.above_since, self.above_samples = None, 0
             return []
@@ -416,21 +445,37 @@ class DamageDetector:
         self.above_samples += 1
         if t - self.above_since < cfg.persistence or self.above_samples < cfg.min_samples:
             return None
+        since = min([self.above_since] + [d.onset for d in swung] +
+                    ([] if self.falling_since is None else [self.falling_since]))
         blamed = self._blame(contributions, {d.leg for d in swung})
+        if blamed is None and self.rules is self.falling_rules:
+            blamed = self._still_legs(since, {d.leg for d in swung})
         if blamed is None:
             return None           # |e| is large but not explained yet: keep gathering evidence
-        since = min([self.above_since] + [d.onset for d in swung])
         if self.history[-1][0] - max(self.history[0][0], since) < cfg.frozen_span:
             return []             # the encoders since the onset decide: wait for them
-        if not all(any(self._frozen(leg, since)) for leg in blamed):
+        if not all(any(self._frozen(leg, since, cfg)) for leg in blamed):
             return None           # a blamed leg whose joints all still move is not lost (yet)
         found = []
         for leg in blamed:
-            detection = self._classify(t, leg, since)
+            detection = self._classify(t, leg, since, rules=cfg)
             detection.statistic, detection.onset = self.statistic, self.above_since
             detection.test, detection.threshold, detection.samples = BASE_TEST, cfg.threshold, self.above_samples
+            detection.falling = cfg is self.falling_rules
             found.append(detection)
         return found
+
+    def _still_legs(self, since: float, already: set) -> Optional[List[str]]:
+        """While the body falls: the legs (not in ``already``) whose joints have all stayed
+        still since ``since``, if there are at most ``max_legs`` with ``already``, else None.
+        In the first 20-40 ms after a loss the observer (bandwidth ``gain``) has not yet
+        built the residual that :meth:`_blame` needs (legs 4+5 lost in stance at phase 1:
+        ``|e|`` 12-14 N from 10 ms on, explained by the pair only at 90 ms), while the lost
+        legs' encoders stopped at once and the legs that carry a walking, falling body move."""
+        still = [name for name, _, _, _ in self.legs if name not in already and all(self._frozen(name, since, self.rules))]
+        if not still or len(still) + len(already) > self.rules.max_legs:
+            return None
+        return still
 
     def _blame(self, contributions: Dict[str, np.ndarray], already: set) -> Optional[List[str]]:
         """The fewest legs (up to ``max_legs``, with every leg of ``already``: those the
@@ -438,7 +483,7 @@ class DamageDetector:
         ``1 - explain_ratio`` of ``|e|`` (``1 - explain_ratio_with_swing`` with such legs: their
         frozen encoders are evidence already); None if no such set. Returns the legs not in
         ``already``."""
-        cfg, w, e = self.config, self._weights(), self.e
+        cfg, w, e = self.rules, self._weights(), self.e
         ratio = cfg.explain_ratio_with_swing if already else cfg.explain_ratio
         limit = (1.0 - ratio) * self.statistic
         others = [k for k in contributions if k not in already]
@@ -485,18 +530,33 @@ class DamageDetector:
                 continue
             since, calls = self.swing_above.get(name, (t, 0))
             self.swing_above[name] = (since, calls + 1)
-            if t - since < cfg.persistence or calls + 1 < cfg.min_samples:
+            rules = self._swing_rules(name, t - since, calls + 1, since)
+            if rules is None:
                 continue
             suspect = self.row_joint[name][int(np.argmax(residual))]
-            if not self._frozen(name, since)[suspect] or self._at_stop(name, suspect):
+            if not self._frozen(name, since, rules)[suspect] or self._at_stop(name, suspect):
                 continue          # the joint carrying the residual moves, or its stop holds it
-            detection = self._classify(t, name, since, suspect)
+            detection = self._classify(t, name, since, suspect, rules)
             detection.statistic, detection.onset = level, since
             detection.test, detection.threshold, detection.samples = SWING_TEST, cfg.swing_threshold, calls + 1
+            detection.falling = rules is self.falling_rules
             found.append(detection)
         self.swing_statistic = worst
         return found
 
+    def _swing_rules(self, name: str, above_for: float, calls: int, since: float) -> Optional[DamageDetectorConfig]:
+        """The settings the swing test decides on for a leg whose residual has been above
+        its threshold for ``above_for`` s over ``calls`` calls (None: not yet confirmed).
+        While the body falls, the short evidence of the ``falling_*`` settings serves only a leg gone
+        still as a whole (lost: its encoders stopped); a single still joint (a lock) waits for
+        the usual evidence (a swing leg about to land moves slowly, and 20 ms of it convicted
+        a healthy femur as locked: leg 6 lost at phase 2, campaign)."""
+        for rules in ((self.rules, self.config) if self.rules is not self.config else (self.config,)):
+            if above_for < rules.persistence or calls < rules.min_samples:
+                continue
+            if rules is self.config or all(self._frozen(name, since, rules)):
+                return rules
+        return None
 
     # ------------------------------------------------------------------ classification
     def _record(self, t: float, q: np.ndarray, tau: np.ndarray) -> None:
@@ -504,7 +564,7 @@ class DamageDetector:
         while self.history and self.history[0][0] < t - self.config.classify_window:
             self.history.popleft()
 
-    def _frozen(self, leg_name: str, since: float = -np.inf) -> List[bool]:
+    def _frozen(self, leg_name: str, since: float, rules: DamageDetectorConfig) -> List[bool]:
         """Per joint of the leg: did it stay still over the last ``classify_window`` (and
         since ``since``: the swing test judges only what the encoders did after its residual
         rose, so the motion before the damage does not hide a frozen joint)?"""
@@ -513,18 +573,18 @@ class DamageDetector:
         qs = np.array([h[1] for h in self.history if h[0] >= since - 1e-9])
         times = [h[0] for h in self.history if h[0] >= since - 1e-9]
         span = times[-1] - times[0] if times else 0.0
-        if len(qs) < self.config.frozen_samples or span < self.config.frozen_span:
+        if len(qs) < rules.frozen_samples or span < rules.frozen_span:
             return [False] * len(leg.joints)      # not enough history yet: nothing is frozen
         # range of a moving average over up to 5 samples, leaving at least frozen_samples
         # averages: encoder noise averages out, a turning joint still shows its excursion
-        width = max(1, min(5, len(qs) - self.config.frozen_samples + 1))
+        width = max(1, min(5, len(qs) - rules.frozen_samples + 1))
         kernel = np.ones(width) / width
         frozen = []
         for j in leg.joints:
             k = model.joints[j].idx_q - 7
             smooth = np.convolve(qs[:, k], kernel, mode="valid")
             speed = (smooth.max() - smooth.min()) / span
-            frozen.append(speed < self.config.frozen_speed)
+            frozen.append(speed < rules.frozen_speed)
         return frozen
 
     def _at_stop(self, leg_name: str, k: int) -> bool:
@@ -536,14 +596,15 @@ class DamageDetector:
         lower, upper = model.lowerPositionLimit[joint.idx_q], model.upperPositionLimit[joint.idx_q]
         return bool(angle <= lower + self.config.stop_margin or angle >= upper - self.config.stop_margin)
 
-    def _classify(self, t: float, leg_name: str, since: float = -np.inf, suspect: Optional[int] = None) -> Detection:
+    def _classify(self, t: float, leg_name: str, since: float, suspect: Optional[int] = None,
+                  rules: Optional[DamageDetectorConfig] = None) -> Detection:
         """What happened to the leg, from its frozen joints (module docstring); ``suspect``:
         the joint (index in the leg) the swing test's residual sits on, the locked one if the
         leg did not lose its links."""
         model = self.robot.model
         leg = next(l for l in self.robot.legs if l.name == leg_name)
         qs = np.array([h[1] for h in self.history])
-        frozen = self._frozen(leg_name, since)
+        frozen = self._frozen(leg_name, since, rules or self.config)
         n = len(leg.joints)
         # trailing frozen joints j..n: links j..n lost; one frozen joint with motion below: locked
         first = n

@@ -32,6 +32,7 @@ import pinocchio as pin
 
 from ..errors import InputError
 from ..estimation.damage_detector import DamageDetector
+from ..estimation.fall_monitor import FallMonitor
 from ..model.damage_events import apply_event
 from ..model.morphology import Morphology
 from ..runtime.pipeline import Pipeline
@@ -79,6 +80,7 @@ class ScenarioRun:
                                          "estimator": dict(sc.estimator), "locomotion": dict(sc.locomotion),
                                          "weight_shift": dict(sc.balance)})
         self.detector = DamageDetector(robot, sc.detector)
+        self.fall_monitor = FallMonitor()
         if sc.references == "gait":
             self.pipeline.estimate_hooks.append(self._detect)
         self.loop = PlantLoop(self.plant, self.pipeline, sc.control_rate)
@@ -111,9 +113,12 @@ class ScenarioRun:
 
     def _detect(self, t: float, state) -> None:
         """Estimate hook: the damage detector on the estimate and the torques applied since
-        the last cycle; a detection is a morphology change before this cycle's command."""
+        the last cycle, told whether the IMU says the body falls; a detection is a morphology
+        change before this cycle's command."""
+        falling_since = self.fall_monitor.update(t, self.pipeline.state.imu_for(t))
         detections = self.detector.update(t, state.q, state.v, self.pipeline.state.buffer.tau,
-                                          self.pipeline.state.stance, state.q_soft, state.v_soft)
+                                          self.pipeline.state.stance, state.q_soft, state.v_soft,
+                                          falling_since=falling_since)
         if not detections:
             return
         if self.detection_t is None:

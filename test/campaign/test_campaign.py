@@ -13,6 +13,7 @@ from hybrid_dynamics.campaign.report import write_report
 from hybrid_dynamics.campaign.spec import expand, load_campaign
 from hybrid_dynamics.errors import InputError
 from hybrid_dynamics.estimation.damage_detector import DamageDetector
+from hybrid_dynamics.estimation.fall_monitor import FallMonitor
 from hybrid_dynamics.model.robot import load_robot
 from hybrid_dynamics.sim.runner import ScenarioRun
 from mujoco_geometry import body_box_bottom
@@ -262,13 +263,23 @@ def test_a_pair_lost_as_one_leg_lands_and_the_other_lifts_is_found_at_once(tmp_p
     assert row["outcome"] == "walked", row
 
 
+def _run_with_fall_monitor(spec, run, tmp_path, monkeypatch, monitor: bool):
+    """Run ``run`` with the fall monitor, or with it never saying "falling"."""
+    if not monitor:
+        monkeypatch.setattr(FallMonitor, "update", lambda self, t, imu: None)
+    sim = ScenarioRun(scenario_of(spec, run), tmp_path / f"run_{monitor}", progress=False, bag=False, plots=False,
+                      low_fraction=REST_FRACTION)
+    return measure(sim, sim.run(), run), sim
+
+
 def test_a_swing_femur_on_its_stop_is_not_taken_for_a_locked_one(tmp_path, monkeypatch):
-    """Legs 1 and 4 lost (undeclared) at phase 1: only foot 5 is left down and the body sinks
-    onto the swinging tripod; leg 2's foot, pushed up by the ground, holds its femur on its
-    stop (-1.6 rad) with a constraint torque on that joint, as a lock would. The detector
-    convicted it as locked (with the pair, at 0.475 s) and the body came down at 0.34 m/s;
-    a joint on its stop is not taken for a locked one: the pair alone is found, and the robot
-    walks on. The state did occur: the stop rule held back the swing test on leg 2's femur."""
+    """Legs 1 and 4 lost (undeclared) at phase 1, with the fall monitor off (with it the pair
+    is found at 15 ms, below): only foot 5 is left down and the body sinks onto the swinging
+    tripod; leg 2's foot, pushed up by the ground, holds its femur on its stop (-1.6 rad)
+    with a constraint torque on that joint, as a lock would. The detector convicted it as
+    locked (with the pair, at 0.475 s) and the body came down at 0.34 m/s; a joint on its
+    stop is not taken for a locked one: the pair alone is found, and the robot walks on. The
+    state did occur: the stop rule held back the swing test on leg 2's femur."""
     held, at_stop = [], DamageDetector._at_stop
 
     def spy(self, leg, k):
@@ -281,9 +292,45 @@ def test_a_swing_femur_on_its_stop_is_not_taken_for_a_locked_one(tmp_path, monke
     spec = load_campaign("jethexa")
     run = next(r for r in expand(spec, load_robot(spec.robot), 1.3)
                if r.fault.id == "leg1+leg4" and r.phase == 1 and not r.declared)
-    sim = ScenarioRun(scenario_of(spec, run), tmp_path / "run", progress=False, bag=False, plots=False,
-                      low_fraction=REST_FRACTION)
-    row = measure(sim, sim.run(), run)
+    row, sim = _run_with_fall_monitor(spec, run, tmp_path, monkeypatch, monitor=False)
     assert ("leg2", 1) in held
     assert sorted(d.describe() for d in sim.detector.detections) == ["leg1 lost", "leg4 lost"]
     assert row["outcome"] == "walked" and row["touchdown_speed_mps"] is None, row
+
+
+@pytest.mark.parametrize("fault, phase", [("leg4+leg6", 0), ("leg1+leg2", 1)])
+def test_a_pair_lost_while_the_other_tripod_swings_is_found_as_the_body_starts_to_fall(
+        tmp_path, monkeypatch, fault, phase):
+    """An undeclared pair lost while the other tripod swings: the body falls at once (two
+    feet left down), but the observer needs 50-105 ms to explain it, and by then the body
+    comes down (0.30-0.40 m/s at the first body contact). The IMU's vertical specific force
+    drops below 0.75 g within 5-20 ms (estimation/fall_monitor.py): the detector decides on its
+    falling_* settings, finds the pair within 25 ms, and the robot walks or stands. Without
+    the monitor the same run is found later and falls."""
+    spec = load_campaign("jethexa")
+    run = next(r for r in expand(spec, load_robot(spec.robot), 1.3)
+               if r.fault.id == fault and r.phase == phase and not r.declared)
+    row, sim = _run_with_fall_monitor(spec, run, tmp_path, monkeypatch, monitor=True)
+    assert sim.fall_monitor.first - sim.t_damage <= 0.025
+    assert sorted(d.describe() for d in sim.detector.detections) == sorted(f"{leg} lost" for leg in fault.split("+"))
+    assert all(d.falling for d in sim.detector.detections)
+    assert float(row["detection_latency_s"]) <= 0.025 and row["outcome"] in ("walked", "stood"), row
+    row, _ = _run_with_fall_monitor(spec, run, tmp_path, monkeypatch, monitor=False)
+    assert float(row["detection_latency_s"]) >= 0.05 and row["outcome"] == "fell", row
+
+
+def test_a_landing_leg_is_not_convicted_on_a_falls_short_evidence(tmp_path):
+    """Leg 6 lost (undeclared) at phase 2: the body dips and the IMU says it falls. Leg 2,
+    landing, moves slowly at its touch-down; on the falling settings' 20 ms of encoders its
+    femur looked still and the swing test convicted it as locked (then the robot fell). While
+    the body falls the short evidence serves only a leg gone still as a whole: leg 6 alone is
+    found, and the robot walks on."""
+    spec = load_campaign("jethexa")
+    run = next(r for r in expand(spec, load_robot(spec.robot), 1.3)
+               if r.fault.id == "leg6" and r.phase == 2 and not r.declared)
+    sim = ScenarioRun(scenario_of(spec, run), tmp_path / "run", progress=False, bag=False, plots=False,
+                      low_fraction=REST_FRACTION)
+    row = measure(sim, sim.run(), run)
+    assert sim.fall_monitor.first is not None and sim.detector.falling_calls > 0
+    assert [d.describe() for d in sim.detector.detections] == ["leg6 lost"]
+    assert row["outcome"] == "walked", row
