@@ -42,8 +42,8 @@ def test_soft_model_detector_carries_the_pad_forces_and_finds_a_lost_pair(tmp_pa
         forces.append((plant.time, plant.contact_forces()))
         return read(plant)
 
-    def observed(det, t, *args):
-        out = update(det, t, *args)
+    def observed(det, t, *args, **kwargs):
+        out = update(det, t, *args, **kwargs)
         if det.leaves is not None and det.leaves.ns == 18:          # healthy: every pad
             qf = np.concatenate([det.map.expand_q(det.map.reduce_q(args[0])), args[4]])
             vf = np.concatenate([det.map.expand_v(det.map.reduce_v(args[1])), args[5]])
