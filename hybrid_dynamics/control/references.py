@@ -48,10 +48,12 @@ class Target:
     velocity: np.ndarray = None
     acceleration: np.ndarray = None
 
-    def __post_init__(self):
-        self.position = _vec(self.position)
-        self.velocity = _vec(self.velocity)
-        self.acceleration = _vec(self.acceleration)
+    def __setattr__(self, name, value):
+        # a float (3,) array whenever set: the compiled cycle reads it unchecked (control/assembly.py)
+        object.__setattr__(self, name, _vec(value))
+
+
+_RATES = ("angular_velocity", "angular_acceleration")
 
 
 @dataclass
@@ -65,9 +67,12 @@ class OrientationTarget:
     def __post_init__(self):
         qt = np.asarray(self.quaternion, dtype=float).reshape(4)
         self.quaternion = qt / np.linalg.norm(qt)
-        self.angular_velocity = _vec(self.angular_velocity)
-        self.angular_acceleration = _vec(self.angular_acceleration)
         self._R = self._matrix()
+
+    def __setattr__(self, name, value):
+        # the rates: a float (3,) array whenever set, the compiled cycle reads them unchecked
+        # (control/assembly.py)
+        object.__setattr__(self, name, _vec(value) if name in _RATES else value)
 
     def rotation(self) -> np.ndarray:
         """The target rotation matrix (computed once; set a new target to change it)."""

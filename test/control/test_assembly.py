@@ -12,7 +12,8 @@ import pytest
 
 from hybrid_dynamics.control import WholeBodyController
 from hybrid_dynamics.control import tsid_peer as tp
-from hybrid_dynamics.control.references import Target
+from hybrid_dynamics.control import assembly
+from hybrid_dynamics.control.references import References, Target
 from hybrid_dynamics.control.solvers import dual_active_set as das
 from hybrid_dynamics.control.tsid_peer import workloads as wl
 from hybrid_dynamics.model.morphology import Morphology, MorphologyMap
@@ -138,3 +139,44 @@ def test_fill_solve_and_torques_in_one_call(name):
         tau = st.M[lay.act] @ dv + st.h[lay.act] - lay.Jf[:, lay.act].T @ f
         assert np.abs(out.tau_vector - tau).max() <= 1e-12 * max(1.0, np.abs(tau).max())
     assert active > 0
+
+
+def test_entry_point_call_is_the_dispatchers():
+    """The cycle calls the compiled entry points (no type check): every argument it passed is
+    of the signature's types (the dispatcher, given them again, raises otherwise) and the
+    dispatcher's call writes the same numbers to the bit."""
+    robot = load_robot("solo12")
+    samples = wl.workload(robot, "walk", 200)[::20]
+    ctrl = WholeBodyController(robot, dict(tp.SAME_PROBLEM, solver="goldfarb_idnani"))
+    frames = [c.frame for c in ctrl.formulation.contacts]
+    swinging = 0
+    for s in samples:
+        ctrl.update(s.q, s.v, dict(zip(frames, s.stance)), tp.references_for(s))
+        lay = ctrl.last_problem
+        kernel, args = lay.fill_call
+        assert kernel is assembly.FILL_AND_SOLVE
+        ours = [a.copy() for a in (lay.H, lay.g, lay.A, lay.b_lo, lay.b_hi, lay.C, lay.l, lay.u, lay.Jf)]
+        lay.H[...] = lay.g[...] = np.nan        # rewritten whole (the rows: their blocks only)
+        assembly.fill_cycle(*args)
+        for a, b in zip(ours, (lay.H, lay.g, lay.A, lay.b_lo, lay.b_hi, lay.C, lay.l, lay.u, lay.Jf)):
+            assert np.array_equal(a, b) and np.isfinite(a).all()
+        assert np.abs(ours[1]).max() > 0 and np.abs(ours[5]).max() > 0
+        swinging += len(args[-3]) > 0            # swing feet in the call
+    assert swinging > 0
+
+
+def test_reference_vectors_are_float_arrays_whenever_set():
+    """What the compiled cycle reads unchecked: a target's vectors and an orientation's rates
+    become float (3,) arrays when set after construction too; any other shape is refused."""
+    t = Target([1, 2, 3])
+    t.velocity = [4, 5, 6]
+    t.acceleration = np.array([[1], [2], [3]], np.int32)
+    o = References.hold().base_orientation
+    o.angular_velocity = (1, 0, 0)
+    for a in (t.position, t.velocity, t.acceleration, o.angular_velocity, o.angular_acceleration):
+        assert a.dtype == np.float64 and a.shape == (3,)
+    assert t.velocity.tolist() == [4.0, 5.0, 6.0] and o.angular_velocity.tolist() == [1.0, 0.0, 0.0]
+    with pytest.raises(ValueError):
+        t.position = np.zeros((2, 3))
+    with pytest.raises(ValueError):
+        o.angular_acceleration = [1.0, 2.0]
