@@ -10,15 +10,16 @@ from diagnostic_msgs.msg import DiagnosticStatus
 from nav_msgs.msg import Odometry
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.parameter import Parameter
-from sensor_msgs.msg import JointState
+from sensor_msgs.msg import Imu, JointState
 from std_msgs.msg import Float64MultiArray, String
 
 from ..errors import InputError
 from ..estimation.damage_detector import DamageDetector
+from ..estimation.fall_monitor import FallMonitor
 from ..model.damage_events import apply_damage_yaml, morphology_to_yaml
 from ..model.morphology import Morphology, MorphologyMap
 from ..runtime.detector_inputs import DetectorInputs
-from ..runtime.inputs import JointStateBuffer, JointStateMatcher, cycle_stance, stamp_to_sec
+from ..runtime.inputs import JointStateBuffer, JointStateMatcher, Rejected, cycle_stance, parse_imu, stamp_to_sec
 from ..soft.coordinates import coordinate_names
 from . import params as P
 from .node_base import BaseNode, spin_node
@@ -33,7 +34,9 @@ class MorphologyManagerNode(BaseNode):
     joint on; with ``detector: true`` the momentum observer of estimation/damage_detector.py
     runs on each estimate the state estimator publishes (odometry + full joint states of one
     stamp), the efforts of the /joint_states of that stamp, and the stance the controller
-    planned (``whole_body_controller/cycle``); its detections are morphology changes."""
+    planned (``whole_body_controller/cycle``); its detections are morphology changes. The IMU
+    feeds the fall monitor of estimation/fall_monitor.py, which tells the detector when the
+    body falls (it then decides on shorter evidence), as in the library loop (sim/runner.py)."""
 
     SPEC = P.MORPHOLOGY_MANAGER
 
@@ -66,6 +69,9 @@ class MorphologyManagerNode(BaseNode):
             self.create_subscription(JointState, self.p["joint_states_full_topic"], self._on_estimate, STATE_QOS,
                                      callback_group=self.group)
             self.create_subscription(Float64MultiArray, self.p["cycle_topic"], self._on_cycle, STATE_QOS,
+                                     callback_group=self.group)
+            self.fall_monitor = FallMonitor(self.p["fall_monitor"])
+            self.create_subscription(Imu, self.p["imu_topic"], self._on_imu, QUEUED_SENSOR_QOS,
                                      callback_group=self.group)
             # |e| of the observer (NaN while not testing) and the threshold, per estimate
             self.detector_pub = self.create_publisher(Float64MultiArray, "~/detector", STATE_QOS)
@@ -128,6 +134,11 @@ class MorphologyManagerNode(BaseNode):
             self.inputs.add_stance(*record)
             self._run_detector()
 
+    def _on_imu(self, msg: Imu) -> None:
+        out = parse_imu(msg)
+        if not isinstance(out, Rejected):        # a malformed sample says nothing about a fall
+            self.inputs.add_imu(*out)
+
     def _on_estimate(self, msg: JointState) -> None:
         if len(msg.position) != len(self.robot.joint_names) or len(msg.velocity) != len(msg.position):
             return
@@ -141,8 +152,9 @@ class MorphologyManagerNode(BaseNode):
         for sample in self.inputs.ready():
             if not (np.all(np.isfinite(sample.q)) and np.all(np.isfinite(sample.v))):
                 continue
+            falling_since = None if sample.imu is None else self.fall_monitor.update(sample.t, sample.imu)
             found = self.detector.update(sample.t, sample.q, sample.v, sample.tau, sample.stance,
-                                         sample.q_soft, sample.v_soft)
+                                         sample.q_soft, sample.v_soft, falling_since=falling_since)
             det = self.detector
             self.detector_pub.publish(Float64MultiArray(data=[det.statistic if det.testing else float("nan"),
                                                               float(det.config.threshold)]))

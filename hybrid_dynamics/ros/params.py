@@ -24,6 +24,7 @@ from ..control.locomotion import LocomotionConfig
 from ..estimation.base_estimator import BaseEstimatorConfig
 from ..estimation.contact_state import ContactStateConfig
 from ..estimation.damage_detector import DamageDetectorConfig
+from ..estimation.fall_monitor import FallMonitorConfig
 from ..estimation.plausibility import PlausibilityConfig
 from ..sim.plant import ImuNoise
 
@@ -162,6 +163,8 @@ MORPHOLOGY_MANAGER: Spec = {
     "odometry_topic": Param("/state_estimator/odometry", "estimated base (for the detector)"),
     "joint_states_full_topic": Param("/state_estimator/joint_states_full", "estimated joints (for the detector)"),
     "cycle_topic": Param("/whole_body_controller/cycle", "the controller's cycle record (planned stance)"),
+    "imu_topic": Param("/imu_sensor_broadcaster/imu", "sensor_msgs/Imu in (the detector's fall monitor)"),
+    **config_group("fall_monitor", FallMonitorConfig),
 }
 
 MUJOCO_SIM: Spec = {

@@ -14,7 +14,9 @@ that is what convicted a healthy tripod in the process-per-node graph (docs/laun
 
 :class:`DetectorInputs` holds each stream until an estimate is complete: both halves of the
 estimate, efforts up to its stamp (one at or after it has arrived) and a stance at or after it
-(the stance at the stamp is the last one planned at or before it). An estimate that cannot be
+(the stance at the stamp is the last one planned at or before it); the IMU sample of the stamp
+(the latest stamped at or before it, for the fall monitor of estimation/fall_monitor.py) goes
+with it when the IMU stream is fed, without being waited for. An estimate that cannot be
 completed (a half that will never come, a stream silent for ``max_wait``) is dropped; the
 detector then sees a gap and does not integrate across it.
 """
@@ -22,9 +24,11 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
-from typing import Deque, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Deque, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
+
+from ..estimation.base_estimator import ImuSample
 
 
 @dataclass
@@ -36,6 +40,7 @@ class DetectorSample:
     stance: Optional[Dict[str, bool]]   # planned at t (None: no stance source)
     q_soft: Optional[np.ndarray] = None  # soft modules' deformation coordinates at t (soft robots)
     v_soft: Optional[np.ndarray] = None
+    imu: Optional[ImuSample] = None      # the IMU sample of t (None: no IMU stream, or none yet)
 
 
 class DetectorInputs:
@@ -48,6 +53,7 @@ class DetectorInputs:
         self.max_wait = max_wait
         self.efforts: Deque[Tuple[float, np.ndarray, Optional[Tuple]]] = deque(maxlen=max_efforts)
         self.stances: Deque[Tuple[float, Dict[str, bool]]] = deque(maxlen=256)
+        self.imus: Deque[Tuple[float, ImuSample]] = deque(maxlen=1024)
         self.bases: Dict[float, Tuple[np.ndarray, np.ndarray]] = {}
         self.joints: Dict[float, Tuple[np.ndarray, np.ndarray]] = {}
         self.last_base = self.last_joints = -np.inf
@@ -63,6 +69,10 @@ class DetectorInputs:
     def add_stance(self, t: float, flags: Sequence[float]) -> None:
         """One ``~/cycle`` record's stamp and stance flags (one per contact frame)."""
         self.stances.append((t, {f: bool(x > 0.5) for f, x in zip(self.frames, flags)}))
+
+    def add_imu(self, t: float, sample: ImuSample) -> None:
+        """One IMU sample and its stamp (``runtime.inputs.parse_imu``)."""
+        self.imus.append((t, sample))
 
     def add_base(self, t: float, q7: np.ndarray, v6: np.ndarray) -> None:
         self.bases[t] = (q7, v6)
@@ -105,13 +115,13 @@ class DetectorInputs:
         if not (efforts_done and stance_done):
             return None if newest - t > self.max_wait else "wait"
         tau, deformation = self._mean_effort(t)
-        stance = self._stance_at(t) if self.use_stance else None
+        stance = latest_at(self.stances, t) if self.use_stance else None   # planned at or before t
         if tau is None or (self.use_stance and stance is None):
             return None
         (q7, v6), (qj, vj) = self.bases[t], self.joints[t]
         self.t_prev = t
         return DetectorSample(t, np.concatenate([q7, qj]), np.concatenate([v6, vj]), tau, stance,
-                              *(deformation or (None, None)))
+                              *(deformation or (None, None)), imu=latest_at(self.imus, t))
 
     def _mean_effort(self, t: float) -> Tuple[Optional[np.ndarray], Optional[Tuple]]:
         """Mean of the efforts stamped in (previous sample, t] (the first sample: at t) and
@@ -124,9 +134,11 @@ class DetectorInputs:
             return None, None
         return np.mean([w[0] for w in window], axis=0), window[-1][1]
 
-    def _stance_at(self, t: float) -> Optional[Dict[str, bool]]:
-        """The last stance planned at or before ``t`` (older ones forgotten)."""
-        while len(self.stances) > 1 and self.stances[1][0] <= t:
-            self.stances.popleft()
-        first = self.stances[0] if self.stances else None
-        return first[1] if first is not None and first[0] <= t else None
+
+def latest_at(stream: Deque[Tuple[float, Any]], t: float) -> Any:
+    """The payload of a time-ordered ``(stamp, payload)`` stream stamped last at or before
+    ``t``, or None; the entries before it are forgotten (later calls ask for later times)."""
+    while len(stream) > 1 and stream[1][0] <= t:
+        stream.popleft()
+    first = stream[0] if stream else None
+    return first[1] if first is not None and first[0] <= t else None

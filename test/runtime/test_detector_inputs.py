@@ -3,6 +3,7 @@ late and out of order, as between processes, give the samples an in-order delive
 import numpy as np
 import pytest
 
+from hybrid_dynamics.estimation.base_estimator import ImuSample
 from hybrid_dynamics.runtime.detector_inputs import DetectorInputs
 
 FRAMES = ["a_foot", "b_foot"]
@@ -100,3 +101,24 @@ def test_nothing_is_paired_while_a_stream_is_silent(silent):
     events = [e for e in streams(600) if e[0] != silent]        # 0.6 s: longer than max_wait
     samples, inputs = run(events)
     assert samples == [] and inputs.dropped > 0
+
+
+def test_each_sample_carries_the_imu_sample_of_its_stamp():
+    """The fall monitor's input (estimation/fall_monitor.py): the latest IMU sample stamped at
+    or before the estimate, here the one of the same stamp (the IMU at 1 kHz, sent with the
+    joint states); without an IMU stream, none."""
+    events = streams()
+    imu_events = [("imu", t, ImuSample(np.array([0.0, 0.0, 0.0, 1.0]), np.zeros(3), np.array([0.0, 0.0, t])))
+                  for kind, t, _ in events if kind == "effort"]
+    merged = sorted(events + imu_events, key=lambda e: (e[1], e[0] != "imu"))   # each IMU sample first
+    inputs = DetectorInputs(FRAMES)
+    samples = []
+    for kind, t, payload in merged:
+        if kind == "imu":
+            inputs.add_imu(t, payload)
+        else:
+            samples += feed(inputs, (kind, t, payload))
+    assert len(samples) == 600 // EVERY
+    assert [s.imu.linear_acceleration[2] for s in samples] == [s.t for s in samples]
+    without, _ = run(events)
+    assert [s.imu for s in without] == [None] * len(without)

@@ -106,6 +106,35 @@ def test_undeclared_damage_is_detected_through_the_graph(cli, tmp_path):
     assert sources and set(sources) == {"detected"}
 
 
+PAIR_LOST_IN_STANCE = """\
+robot: jethexa
+duration: 3.2
+cmd_vel: {linear_x: 0.1}
+damage: {at: 3.0, declared: true, events: [{remove_leg: leg4}, {remove_leg: leg6}]}
+sensors: {gyro_std: 0.002, accel_std: 0.02, gyro_bias: [0.001, -0.001, 0.0005], joint_position_std: 0.0002, joint_velocity_std: 0.002}
+"""
+
+
+def test_a_falling_body_is_told_to_the_graphs_detector_as_in_the_library_loop(cli, tmp_path):
+    """Legs 4 and 6 lost in stance while the other tripod swings (the campaign's phase 0):
+    the IMU's fall monitor (estimation/fall_monitor.py) lets the detector decide on short
+    evidence. The morphology manager feeds it the IMU as the library loop does, so the graph
+    finds the pair as soon as the library loop does (20 ms; 60 ms on the detector's usual
+    evidence, which is what the graph took without the monitor)."""
+    scenario = tmp_path / "pair.yaml"
+    scenario.write_text(PAIR_LOST_IN_STANCE)
+    latency = {}
+    for runner in ("graph", "library"):
+        out = cli("demo", "--scenario", scenario, "--undeclared", "--quiet", "--out", tmp_path / runner,
+                  *(["--library", "--no-bag"] if runner == "library" else []), timeout=300)
+        assert out.returncode == 0, (out.stdout, out.stderr[-3000:])
+        s = json.loads((tmp_path / runner / "summary.json").read_text())
+        assert s["final_morphology"] == "leg4 removed; leg6 removed" and s["false_detections"] == 0
+        latency[runner] = s["detection_latency_s"]
+    assert latency["library"] is not None and latency["library"] <= 0.03, latency
+    assert latency["graph"] is not None and latency["graph"] <= latency["library"] + 0.01, latency
+
+
 def test_cmd_vel_steers_the_walk(cli, tmp_path):
     """Sideways and backwards on /cmd_vel: the ground truth moves that way."""
     sc = tmp_path / "side.yaml"
