@@ -195,6 +195,7 @@ class DamageDetector:
 
     def __init__(self, robot, config: Optional[DamageDetectorConfig | Mapping] = None):
         self.robot = robot
+        self.robot_legs = {leg.name: leg for leg in robot.legs}    # the healthy robot's, by name
         self.config = config if isinstance(config, DamageDetectorConfig) else DamageDetectorConfig.from_dict(config)
         self.falling_rules = self.config.falling()
         self.rules = self.config                   # the settings of this call (falling or not)
@@ -424,7 +425,7 @@ class DamageDetector:
         for name, _, _, _ in self.legs:
             if name in convicted or stance.get(self.leg_frame[name], True) or not all(self._frozen(name, since, self.config)):
                 continue
-            detection = self._classify(t, name, since, rules=self.config)
+            detection = self._classify(t, name, since, None, self.config)
             detection.statistic, detection.onset = self.statistic, since
             detection.test, detection.threshold = BASE_TEST, self.config.threshold
             found.append(detection)
@@ -458,7 +459,7 @@ class DamageDetector:
             return None           # a blamed leg whose joints all still move is not lost (yet)
         found = []
         for leg in blamed:
-            detection = self._classify(t, leg, since, rules=cfg)
+            detection = self._classify(t, leg, since, None, cfg)
             detection.statistic, detection.onset = self.statistic, self.above_since
             detection.test, detection.threshold, detection.samples = BASE_TEST, cfg.threshold, self.above_samples
             detection.falling = cfg is self.falling_rules
@@ -569,7 +570,7 @@ class DamageDetector:
         since ``since``: the swing test judges only what the encoders did after its residual
         rose, so the motion before the damage does not hide a frozen joint)?"""
         model = self.robot.model
-        leg = next(l for l in self.robot.legs if l.name == leg_name)
+        leg = self.robot_legs[leg_name]
         qs = np.array([h[1] for h in self.history if h[0] >= since - 1e-9])
         times = [h[0] for h in self.history if h[0] >= since - 1e-9]
         span = times[-1] - times[0] if times else 0.0
@@ -591,20 +592,20 @@ class DamageDetector:
         """Does joint ``k`` of the leg rest on its stop (the hardware's position limit, the
         model's ``lower/upperPositionLimit``) by its last encoder reading?"""
         model = self.robot.model
-        joint = model.joints[next(l for l in self.robot.legs if l.name == leg_name).joints[k]]
+        joint = model.joints[self.robot_legs[leg_name].joints[k]]
         angle = self.history[-1][1][joint.idx_q - 7]
         lower, upper = model.lowerPositionLimit[joint.idx_q], model.upperPositionLimit[joint.idx_q]
         return bool(angle <= lower + self.config.stop_margin or angle >= upper - self.config.stop_margin)
 
-    def _classify(self, t: float, leg_name: str, since: float, suspect: Optional[int] = None,
-                  rules: Optional[DamageDetectorConfig] = None) -> Detection:
+    def _classify(self, t: float, leg_name: str, since: float, suspect: Optional[int],
+                  rules: DamageDetectorConfig) -> Detection:
         """What happened to the leg, from its frozen joints (module docstring); ``suspect``:
         the joint (index in the leg) the swing test's residual sits on, the locked one if the
         leg did not lose its links."""
         model = self.robot.model
-        leg = next(l for l in self.robot.legs if l.name == leg_name)
+        leg = self.robot_legs[leg_name]
         qs = np.array([h[1] for h in self.history])
-        frozen = self._frozen(leg_name, since, rules or self.config)
+        frozen = self._frozen(leg_name, since, rules)
         n = len(leg.joints)
         # trailing frozen joints j..n: links j..n lost; one frozen joint with motion below: locked
         first = n
