@@ -17,6 +17,7 @@ on the same robot, so that the ROS overhead reads as a ratio.
 from __future__ import annotations
 
 import cProfile
+import gc
 import json
 import os
 import pstats
@@ -115,10 +116,20 @@ def measure(robot_name, trigger, cycles, rate, seconds=None):
     source = subprocess.Popen([sys.executable, "-m", "hybrid_dynamics.ros.sources", robot_name, "--rate", str(rate),
                                "--duration", str(duration), "--noise", "0.001"],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    collections = []                    # (start, duration, generation) of every collection
+
+    def on_gc(phase, info, started=[0.0]):
+        if phase == "start":
+            started[0] = time.perf_counter()
+        else:
+            collections.append((started[0], time.perf_counter() - started[0], info["generation"]))
+    callbacks = CallbackSpans(graph.nodes)
     try:
         graph.start()
         graph.spin_until(lambda: ctrl.stats.count > 200, timeout=30.0)
         ctrl.stats.reset()
+        callbacks.clear()
+        gc.callbacks.append(on_gc)
         c0, s0, t0 = ctrl.cycles, ctrl.safe_cycles, time.monotonic()
         k0 = ctrl.loop.skipped if ctrl.loop is not None else 0
         end = time.monotonic() + (seconds if seconds else duration)
@@ -134,7 +145,10 @@ def measure(robot_name, trigger, cycles, rate, seconds=None):
         periodic = trigger != "joint_states"
         skipped = ctrl.loop.skipped - k0 if ctrl.loop is not None else None
         params = ctrl.p
+        spans = ctrl.stats.timeline()
     finally:
+        if on_gc in gc.callbacks:
+            gc.callbacks.remove(on_gc)
         source.terminate()
         source.wait(timeout=10)
         graph.shutdown()
@@ -148,7 +162,109 @@ def measure(robot_name, trigger, cycles, rate, seconds=None):
         "deadline_miss_ratio": round(misses / max(cycles_run, 1), 5) if periodic else None,
         "safe_mode_cycles": int(safe),
         "ticks_skipped": skipped,           # trigger: thread, ticks overrun by a cycle (not run)
+        "misses_explained": explain_misses(spans, 1.0 / rate, collections, callbacks) if periodic else None,
     }, params
+
+
+GAP_BINS_MS = (0.0, 0.9, 1.1, 1.5, 2.0, 3.0, 5.0, 10.0, np.inf)
+
+
+class CallbackSpans:
+    """Every executor callback of the graph's nodes (subscriptions and timers) timed: its
+    (start, end) on ``time.perf_counter`` and which it was, in a ring, so that a late cycle
+    can be lined up with what the executor ran while it waited (the benchmark's own wrapper
+    around each callback: a few hundred nanoseconds each)."""
+
+    def __init__(self, nodes, size: int = 400000):
+        self.spans = np.zeros((size, 2))
+        self.which = np.zeros(size, np.intp)
+        self.names = []
+        self.n = 0
+        for node_name, node in nodes.items():
+            for kind, entities in (("subscription", node.subscriptions), ("timer", node.timers)):
+                for e in entities:
+                    label = f"{node_name} {e.topic_name}" if kind == "subscription" else \
+                        f"{node_name} timer {e.timer_period_ns / 1e6:g} ms"
+                    e.callback = self._timed(e.callback, len(self.names))
+                    self.names.append(label)
+
+    def _timed(self, callback, index):
+        def timed(*args):
+            t0 = time.perf_counter()
+            try:
+                return callback(*args)
+            finally:
+                i = self.n % len(self.which)
+                self.spans[i] = t0, time.perf_counter()
+                self.which[i] = index
+                self.n += 1
+        return timed
+
+    def clear(self) -> None:
+        self.n = 0
+
+    def between(self, a: float, b: float):
+        """(label, ms) of the callbacks that ran within [a, b], longest first."""
+        n = min(self.n, len(self.which))
+        s, w = self.spans[:n], self.which[:n]
+        hit = (s[:, 1] > a) & (s[:, 0] < b)
+        return sorted(((self.names[k], 1e3 * (e - st)) for (st, e), k in zip(s[hit], w[hit])), key=lambda x: -x[1])
+
+
+def explain_misses(spans, period: float, collections, callbacks=None) -> dict:
+    """Where the deadline misses of a periodic run come from, from every cycle's (start, end)
+    and the garbage collector's collections in the same window: the histogram of the time
+    between consecutive starts (ms), how many misses started late (more than 1.5 periods after
+    the previous start) and how many computed longer than a period, how many of either had a
+    collection in the cycle or in the wait before it, and the collections' count and length by
+    generation."""
+    spans = np.asarray(spans)
+    gcs = np.asarray(collections, float).reshape(-1, 3)
+    out = {"cycles": int(len(spans))}
+    if len(spans) < 2:
+        return out
+    gap = np.diff(spans[:, 0])
+    compute = spans[1:, 1] - spans[1:, 0]
+    late, long_ = gap > 1.5 * period, compute > period
+    counts, _ = np.histogram(gap * 1e3, bins=GAP_BINS_MS)
+    out["start_interval_ms_histogram"] = {f"{a:g}-{b:g}": int(c) for a, b, c in zip(GAP_BINS_MS, GAP_BINS_MS[1:], counts)}
+    # a collection that overlaps [previous end, this end]: in the wait before the cycle or in it
+    lo, hi = spans[:-1, 1], spans[1:, 1]
+    if len(gcs):
+        g0, g1 = gcs[:, 0], gcs[:, 0] + gcs[:, 1]
+        with_gc = np.array([bool(np.any((g1 > a) & (g0 < b))) for a, b in zip(lo, hi)])
+    else:
+        with_gc = np.zeros(len(gap), bool)
+    missed = late | long_
+    out.update(missed=int(missed.sum()), late_starts=int(late.sum()), long_cycles=int(long_.sum()),
+               missed_with_a_collection=int((missed & with_gc).sum()),
+               late_start_excess_ms=_percentiles(gap[late] - period))
+    out["collections"] = {str(g): {"count": int((gcs[:, 2] == g).sum()),
+                                   "ms": _percentiles(gcs[gcs[:, 2] == g, 1])} for g in range(3)}
+    if callbacks is not None:
+        # per late start, the executor's longest callback in the wait before it (other than the
+        # controller's own cycle): by which callback, how often and how long (ms); and the
+        # executor's busy time in those waits
+        longest, busy = {}, []
+        ctrl_cycle = "whole_body_controller timer %g ms" % (1e3 * period)
+        for k in np.flatnonzero(late):
+            ran = [(name, ms) for name, ms in callbacks.between(lo[k], spans[k + 1, 0]) if name != ctrl_cycle]
+            busy.append(sum(ms for _, ms in ran) / 1e3)
+            if ran:
+                longest.setdefault(ran[0][0], []).append(ran[0][1])
+        out["late_starts_longest_callback_in_the_wait"] = {
+            name: {"times": len(v), "ms_p50": round(float(np.median(v)), 3), "ms_max": round(float(max(v)), 3)}
+            for name, v in sorted(longest.items(), key=lambda kv: -len(kv[1]))}
+        out["late_starts_wait_busy_ms"] = _percentiles(busy)
+        every = {}
+        n = min(callbacks.n, len(callbacks.which))
+        dur = callbacks.spans[:n, 1] - callbacks.spans[:n, 0]
+        for k, name in enumerate(callbacks.names):
+            d = dur[callbacks.which[:n] == k]
+            if len(d):
+                every[name] = {"count": int(len(d)), "ms": _percentiles(d)}
+        out["callbacks"] = every
+    return out
 
 
 def table(out) -> str:

@@ -125,7 +125,13 @@ class WholeBodyControllerNode(BaseNode):
             self.loop = PeriodicLoop(self.period, self._thread_cycle, name=f"{name}-cycle")
         elif not self.lockstep:
             self.create_timer(self.period, self._cycle, callback_group=self.group)
-        self.create_timer(float(self.p["diagnostics_period"]), self._on_diag, callback_group=self.group)
+        # periodic triggers: the diagnostics are published by the first cycle after each period,
+        # once its command is on the wire (in the slack before the next tick), never by a
+        # timer callback that the executor might run just as the cycle's tick comes (issue 15:
+        # 0.15-0.8 ms a message, the longest callback of the executor's before many late starts)
+        self._diag_due = False
+        self._diag_cycles = -1
+        self.create_timer(float(self.p["diagnostics_period"]), self._on_diag_timer, callback_group=self.group)
         if float(self.p["markers_period"]) > 0:
             self.create_timer(float(self.p["markers_period"]), self._on_markers, callback_group=self.group)
         if self.loop is not None:
@@ -238,6 +244,9 @@ class WholeBodyControllerNode(BaseNode):
         if cycle.safe_mode is None:
             self._publish_cycle(cycle, end - start)
             self._publish_actuator_forces(cycle)
+        if self._diag_due:
+            self._diag_due = False
+            self._on_diag()
 
     def _follow_safe_mode(self, cycle) -> None:
         """Log entering safe mode once per episode (counted on /diagnostics), and leaving it."""
@@ -278,6 +287,16 @@ class WholeBodyControllerNode(BaseNode):
         return self.stats.latencies()
 
     # ---------------------------------------------------------------- outputs
+    def _on_diag_timer(self) -> None:
+        """Periodic triggers whose cycles run: leave the diagnostics to the next cycle (published
+        after its command); otherwise (joint-state trigger, or no cycle since the last period:
+        a stopped control thread, a stalled timer) publish them now."""
+        if not self.lockstep and self.cycles != self._diag_cycles and (self.loop is None or self.loop.running()):
+            self._diag_cycles = self.cycles
+            self._diag_due = True
+        else:
+            self._on_diag()
+
     def _on_diag(self) -> None:
         out = self.control.last_output
         level = DiagnosticStatus.OK

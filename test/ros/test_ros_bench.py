@@ -1,6 +1,11 @@
 """``bench pipeline`` runs the one-process graph against a stand-in robot in its own process
 and prints the latency percentiles as JSON (numbers are reported, never asserted)."""
 import json
+from types import SimpleNamespace
+
+import numpy as np
+
+from hybrid_dynamics.commands import bench_pipeline as bp
 
 
 def test_bench_pipeline_prints_percentiles(cli, tmp_path):
@@ -22,3 +27,34 @@ def test_bench_pipeline_prints_percentiles(cli, tmp_path):
     saved.write_text("{}")
     bad = cli("bench", "pipeline", "--table", str(saved))
     assert bad.returncode == 2 and "not a saved `bench pipeline --json` output" in bad.stderr
+
+
+def test_misses_are_explained_by_what_ran_in_the_wait():
+    """``bench pipeline``'s account of deadline misses on a made-up timeline of a 1 ms loop: a
+    start 2.3 ms after the last (late) while a 1.6 ms timer callback ran in the wait, a 1.2 ms
+    cycle (long) during which a collection ran; every other start 1 ms apart."""
+    period = 1e-3
+    starts = np.arange(12) * period
+    starts[6:] += 1.3e-3                                   # cycle 6 starts 2.3 ms after cycle 5
+    spans = np.stack([starts, starts + 0.2e-3], axis=1)
+    spans[9, 1] = spans[9, 0] + 1.2e-3                     # cycle 9 computes 1.2 ms
+    spans[10:] += 0.2e-3                                   # (and delays the next ones)
+
+    class Timer:                                           # a node's timer, as rclpy has them
+        timer_period_ns = 500_000_000
+
+        def __init__(self):
+            self.callback = lambda: None
+
+    node = SimpleNamespace(subscriptions=[], timers=[Timer()])
+    calls = bp.CallbackSpans({"state_estimator": node}, size=8)
+    timer = node.timers[0].callback
+    calls.spans[0], calls.which[0], calls.n = (spans[5, 1] + 0.1e-3, spans[5, 1] + 1.7e-3), 0, 1
+    assert calls.names == ["state_estimator timer 500 ms"] and timer is not None
+    gc_runs = [(spans[9, 0] + 0.5e-3, 0.3e-3, 1)]
+    out = bp.explain_misses(spans, period, gc_runs, calls)
+    assert out["late_starts"] == 1 and out["long_cycles"] == 1 and out["missed"] == 2
+    assert out["missed_with_a_collection"] == 1 and out["collections"]["1"]["count"] == 1
+    assert out["start_interval_ms_histogram"]["2-3"] == 1 and sum(out["start_interval_ms_histogram"].values()) == 11
+    longest = out["late_starts_longest_callback_in_the_wait"]
+    assert list(longest) == ["state_estimator timer 500 ms"] and longest["state_estimator timer 500 ms"]["ms_max"] == 1.6

@@ -5,6 +5,7 @@ that each published sample gives exactly one command; one test runs the timer.""
 import gc
 import math
 import time
+import traceback
 
 import numpy as np
 import pytest
@@ -290,15 +291,25 @@ def test_damage_reassembles_the_controller_within_one_cycle(graph):
 @pytest.mark.parametrize("trigger", ["timer", "thread"])
 def test_timer_mode_missing_joints_and_stale_inputs(trigger):
     """The periodic triggers: the executor's timer, and the node's own thread (inputs through
-    latest-value slots, every cycle and command from that thread)."""
+    latest-value slots, every cycle and command from that thread). Their diagnostics are
+    published by a cycle after its command while cycles run (the timer only marks them due; it
+    publishes them itself after a period without a cycle)."""
     g = Graph(ROBOT, nodes=("whole_body_controller",),
-              params={"whole_body_controller": {"update_rate": 200.0, "trigger": trigger}})
+              params={"whole_body_controller": {"update_rate": 200.0, "trigger": trigger,
+                                                "diagnostics_period": 0.05}})
+    published_by = []
     try:
         src = g.add_node(lambda ctx, r: StandingSource(r, context=ctx,
                                                         joints=[n for n in r.joint_names if n != "leg2_tibia_joint"]))
         probe = g.add_node(lambda ctx, r: CommandProbe(context=ctx))
-        g.start()
         ctrl = g.nodes["whole_body_controller"]
+        on_diag = ctrl._on_diag
+
+        def spied():
+            published_by.append(traceback.extract_stack()[-2].name)
+            on_diag()
+        ctrl._on_diag = spied
+        g.start()
         end = time.monotonic() + 3.0
         while time.monotonic() < end and "leg2_tibia_joint" not in (ctrl.safe_mode or ""):
             src.publish_sample()
@@ -321,6 +332,7 @@ def test_timer_mode_missing_joints_and_stale_inputs(trigger):
         if trigger == "thread":           # every cycle ran in the loop's thread, none elsewhere
             assert ctrl.loop.running() and ctrl.loop.error is None
         assert gc.get_freeze_count() > 0      # the start-up objects out of the collector's reach
+        assert published_by.count("_cycle_locked") > 10 and set(published_by) <= {"_cycle_locked", "_on_diag_timer"}
     finally:
         g.shutdown()
     assert gc.get_freeze_count() == 0         # and back when the graph is gone
