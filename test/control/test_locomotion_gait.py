@@ -348,3 +348,77 @@ def test_a_swing_foot_sent_down_counts_before_the_body_is_taken_as_falling(robot
     ref = planner.update(t + 0.005, com_measured=com, com_velocity=v)
     assert ref.gait == "stand" and ref.base_orientation is not None
     assert swinging[0] in planner.landing
+
+
+def coxa_angle_reaching(robot, leg, foot):
+    """The leg's first joint angle when its foot reaches ``foot`` (base frame, base at the
+    origin, level): Pinocchio's forward kinematics inverted by damped least squares over the
+    leg's joints, no joint limit applied."""
+    model, data = robot.model, robot.model.createData()
+    leg = next(l for l in robot.legs if l.name == leg)
+    q = robot.q_stand.copy()
+    q[:7] = (0, 0, 0, 0, 0, 0, 1)
+    iq = [model.joints[j].idx_q for j in leg.joints]
+    iv = [model.joints[j].idx_v for j in leg.joints]
+    fid = model.getFrameId(leg.contact_frame)
+    for _ in range(200):
+        pin.framesForwardKinematics(model, data, q)
+        err = foot - data.oMf[fid].translation
+        if np.linalg.norm(err) < 1e-9:
+            break
+        J = pin.computeFrameJacobian(model, data, q, fid, pin.LOCAL_WORLD_ALIGNED)[:3, iv]
+        q[iq] += J.T @ np.linalg.solve(J @ J.T + 1e-8 * np.eye(3), err)
+    assert np.linalg.norm(err) < 1e-6
+    return float(q[iq[0]]), model.lowerPositionLimit[iq[0]], model.upperPositionLimit[iq[0]]
+
+
+
+def walk_to_the_stop(robot, leg, foot, heading):
+    """How far the body walks along ``heading`` (base frame, unit) before the leg's coxa,
+    holding its foot at ``foot`` (base frame), reaches a stop: bisection on the angle
+    :func:`coxa_angle_reaching` finds (inf if not within 0.12 m, more than a stride and a
+    body shift)."""
+    def outside(d):
+        coxa, lo, hi = coxa_angle_reaching(robot, leg, foot - d * heading)
+        return not lo <= coxa <= hi
+    if not outside(0.12):
+        return np.inf
+    a, b = 0.0, 0.12
+    for _ in range(40):
+        a, b = (a, 0.5 * (a + b)) if outside(0.5 * (a + b)) else (0.5 * (a + b), b)
+    return a
+
+
+@pytest.mark.parametrize("t_loss", [3.0, 3.0 + 2 * 1.3 / 3])
+def test_after_a_loss_a_leg_that_would_stand_onto_its_coxa_stop_steps_first(robot, t_loss):
+    """Legs 5 and 6 lost while walking the tripod at 0.1 m/s (the campaign's phases 0 and 2).
+    For each leg left, how far the body can walk before its coxa reaches a stop with the foot
+    held where it stands (a landing foot at its target), by Pinocchio's kinematics inverted
+    (:func:`walk_to_the_stop`), against the walk until that leg's first swing at the wave
+    gait's speed: in the crawl order (4, 2, 3, 1) leg 1 would stand onto its stop, and the
+    body, held back, came down (campaign). The first foot to lift is then that of the start
+    of the crawl order that leaves the most walk to spare, not the order's own first."""
+    planner = LocomotionPlanner(robot)
+    planner.reset(0.0, standing_q(robot))
+    planner.set_command(0.1)
+    for t in np.arange(0.0, t_loss, 0.005):
+        planner.update(t)
+    planner.set_morphology(MorphologyMap(robot, Morphology.healthy(robot).remove_leg("leg5").remove_leg("leg6")), t_loss)
+    R = pin.utils.rpyToMatrix(0, 0, planner.N[2])
+    base = np.array([*(planner.N[:2] + planner.offset), planner.height])
+    pattern, walk = planner.pattern, []
+    for leg in pattern.legs:
+        frame = planner.frame_of[leg]
+        foot = planner.landing[frame][1] if frame in planner.landing else planner.feet_pos[frame]
+        walk.append(walk_to_the_stop(robot, leg, R.T @ (foot - base), np.array([1.0, 0.0, 0.0])))
+    n, slot = len(walk), pattern.period / len(walk)
+    speed = min(0.1, planner.config.max_stride / pattern.stance_time)
+    spare = [min(walk[j] - speed * slot * ((j - first) % n + pattern.shift_fraction) for j in range(n)) for first in range(n)]
+    assert spare[0] < 0.0 < max(spare), spare                  # the crawl order's start would not do
+    t, lifted = t_loss, []
+    while not lifted:            # the first swing of the new gait (feet landing from the old one aside)
+        t += 0.005
+        ref = planner.update(t)
+        lifted = [leg for leg in planner.walking
+                  if not ref.feet[planner.frame_of[leg]].stance and planner.frame_of[leg] not in planner.landing]
+    assert lifted == [pattern.legs[int(np.argmax(spare))]], (lifted, walk, spare)

@@ -20,6 +20,11 @@ The CoM height target is the standing CoM height; the whole-body controller's po
 (config/controller/jethexa.yaml) is weak on purpose: its reference is the standing pose, and a
 strong one resists the body shifts of the wave gait.
 
+After a morphology change the first swing of a static gait goes to the leg with the least walk
+left before its hip yaw joint reaches a stop (:meth:`LocomotionPlanner._first_to_step`): a
+foot that stands through the change and the cycle after it is carried onto that stop by the
+walking body, and the body, held back by it, leaves its planned path.
+
 Which legs walk: every leg whose contact survives the morphology and none of whose joints is
 locked (a leg with a locked joint is held up, its foot tucked under the hip). Six walking legs
 with complete gait groups: the tripod; 4 or 5: the wave gait; 3: stand still, CoM centred;
@@ -37,7 +42,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field, replace
-from typing import Dict, List, Mapping, Optional, Sequence
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 import pinocchio as pin
@@ -147,6 +152,7 @@ class LocomotionPlanner:
         for leg in robot.legs:
             if leg.contact_frame in self.nominal and leg.joints:
                 self.hips[leg.name] = data.oMi[leg.joints[0]].translation[:2].copy()
+        self.reach = self._hip_yaw_reach(q0)
         self._com_offset_model = model
         self.morphology_map = None
         self.walking: List[str] = []
@@ -249,8 +255,13 @@ class LocomotionPlanner:
         self.body_plan = None
         self.pattern = pattern
         self.speed_limit = self.config.max_stride / max(pattern.stance_time, 1e-6)
-        self.scheduler = GaitScheduler(pattern, t + settle) if phase_origin is None else \
-            GaitScheduler.on_clock(pattern, t + settle, phase_origin)
+        if phase_origin is None:
+            # the first slot goes to the leg with the least walk left before a stop (legs 5
+            # and 6 lost: leg 1, last in the crawl order, stood on its coxa's stop, campaign)
+            first = self._first_to_step(pattern)
+            self.scheduler = GaitScheduler(pattern, t + settle, t + settle - first * pattern.period / len(pattern.legs))
+        else:
+            self.scheduler = GaitScheduler.on_clock(pattern, t + settle, phase_origin)
         self._slot_seen = None
         if pattern.static:
             # shift right away into the polygon of every walking foot, then per slot
@@ -267,6 +278,48 @@ class LocomotionPlanner:
             # fewer than three feet cannot hold the body anywhere (static feasibility); a body
             # that sat down stays down whatever is detected later
             self._sit_down(t)
+
+    def _first_to_step(self, pattern: GaitPattern) -> int:
+        """Index (in ``pattern.legs``) of the leg to swing first in a static gait after a
+        morphology change: the crawl order's own first (0), unless a leg would reach a stop of
+        its hip yaw joint before its first swing: each leg's walk left before that stop
+        (:meth:`_walk_left`, its foot held where it stands, a landing foot at its target)
+        against the body's walk at the gait's speed until its slot comes (the slots before it
+        and the shift that opens its own); then the start that leaves the most walk to spare
+        (the crawl order kept, its start rotated). 0 without a command or a previous gait."""
+        v = self.cmd[:2] if self.scheduler is not None else np.zeros(2)
+        speed = min(float(np.linalg.norm(v)), self.config.max_stride / max(pattern.stance_time, 1e-6))
+        if not pattern.static or pattern.swing_fraction <= 0.0 or speed < 1e-9:
+            return 0
+        R = _yaw_rot(self.N[2])[:2, :2]
+        base = self.N[:2] + self.offset
+        left = []
+        for leg in pattern.legs:
+            frame = self.frame_of[leg]
+            at = self.landing[frame][1] if frame in self.landing else self.feet_pos[frame]
+            left.append(self._walk_left(leg, R.T @ (at[:2] - base) - self.hips[leg], v / np.linalg.norm(v)))
+        n, slot = len(left), pattern.period / len(pattern.legs)
+        spare = [min(left[j] - speed * slot * ((j - first) % n + pattern.shift_fraction) for j in range(n))
+                 for first in range(n)]
+        return 0 if spare[0] >= 0.0 else int(np.argmax(spare))
+
+    def _walk_left(self, leg: str, foot: np.ndarray, heading: np.ndarray) -> float:
+        """How far (m) the body can walk along ``heading`` (base frame, unit) before the leg's
+        hip yaw joint reaches a stop with its foot held at ``foot`` (base frame, from the hip):
+        the foot moves back by the distance walked, and leaves the wedge of
+        :meth:`_hip_yaw_reach` where it crosses one of its edges. +inf for a leg without one."""
+        ends = self.reach.get(leg)
+        if ends is None:
+            return np.inf
+        left = np.inf
+        for a in ends:
+            e = np.array([np.cos(a), np.sin(a)])
+            towards = e[0] * heading[1] - e[1] * heading[0]          # e x heading
+            if abs(towards) > 1e-12:
+                d = (e[0] * foot[1] - e[1] * foot[0]) / towards     # (e x foot) / (e x heading)
+                if d >= 0.0:
+                    left = min(left, d)
+        return left
 
     def _land_swinging(self, t: float) -> None:
         """Every walking foot in the air lands straight down where it is within ``landing_time``
@@ -348,6 +401,32 @@ class LocomotionPlanner:
             pin.framesForwardKinematics(model, data, q0)
             held[frame] = data.oMf[fid].translation.copy()
         return held
+
+    def _hip_yaw_reach(self, q0: np.ndarray) -> Dict[str, Tuple[float, float]]:
+        """Per leg whose first joint turns the foot about a vertical axis through the hip
+        (the hexapods' coxa): the directions (base-frame yaw, ascending) of the foot seen
+        from the hip with that joint on its lower and upper stop, found by turning the joint
+        at the standing pose ``q0``; other legs are left out."""
+        model, data = self.robot.model, self.robot.model.createData()
+        out, eps = {}, 1e-4
+        for leg in self.robot.legs:
+            if leg.name not in self.hips or model.joints[leg.joints[0]].nq != 1:
+                continue
+            iq = model.joints[leg.joints[0]].idx_q
+            fid = model.getFrameId(leg.contact_frame)
+            feet = []
+            for dq in (0.0, eps):
+                q = q0.copy()
+                q[iq] += dq
+                pin.framesForwardKinematics(model, data, q)
+                feet.append(data.oMf[fid].translation - np.append(self.hips[leg.name], 0.0))
+            turn = (np.arctan2(feet[1][1], feet[1][0]) - np.arctan2(feet[0][1], feet[0][0])) / eps
+            if abs(abs(turn) - 1.0) < 0.05 and abs(feet[1][2] - feet[0][2]) < 1e-3 * eps:
+                yaw = np.arctan2(feet[0][1], feet[0][0])
+                ends = yaw + turn * (model.lowerPositionLimit[iq] - q0[iq]), yaw + turn * (model.upperPositionLimit[iq] - q0[iq])
+                if abs(ends[1] - ends[0]) < np.pi:         # a convex wedge
+                    out[leg.name] = (float(min(ends)), float(max(ends)))
+        return out
 
     def _redistribute(self, legs: Sequence[str], pattern: GaitPattern) -> None:
         """Footholds for a static gait: turn each walking leg about its hip by one of a few
