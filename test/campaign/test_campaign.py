@@ -338,19 +338,17 @@ def test_a_landing_leg_is_not_convicted_on_a_falls_short_evidence(tmp_path):
     assert row["outcome"] == "walked", row
 
 
-@pytest.mark.parametrize("phase", [0, 2])
-def test_the_rear_pair_lost_stays_up_on_the_front_legs_wave_gait(tmp_path, phase):
-    """Legs 5 and 6 lost (declared) at phases 0 and 2 of the tripod. Leg 1 is last in the
-    front legs' crawl order: at phase 0 its foot landed turned 0.5 rad outwards, at phase 2
-    it stood through the loss behind its foothold, and either way the body walking on carried
-    it onto its coxa's stop before its first swing: the CoM stayed 3-5 cm behind its path, a
-    swing tipped the body onto two feet, and it came down on its rear edge (phase 0 at
-    0.51 m/s; phase 2, with the front feet turned less, at 0.29 m/s). The crawl order started
-    so that no leg stands onto its coxa's stop before its first swing: nothing but the feet
-    touches the floor, tilt under 10 deg, and the robot walks on or stands."""
+def test_the_rear_pair_lost_stays_up_on_the_front_legs_wave_gait(tmp_path):
+    """Legs 5 and 6 lost (declared) at phase 0 of the tripod. Leg 1's foot landed at the loss
+    turned 0.5 rad outwards, and leg 1 is last in the front legs' crawl order: the body walking
+    on carried its foot onto its coxa's stop before its first swing, the CoM stayed 4-5 cm
+    behind its path, the first swing tipped the body onto the middle feet, and 1.5 s after the
+    loss it came down on its rear edge at 0.51 m/s. The crawl order started so that no leg
+    stands onto its coxa's stop before its first swing: nothing but the feet touches the
+    floor, tilt under 10 deg, and the robot walks on or stands."""
     spec = load_campaign("jethexa")
     run = next(r for r in expand(spec, load_robot(spec.robot), 1.3)
-               if r.fault.id == "leg5+leg6" and r.phase == phase and r.declared)
+               if r.fault.id == "leg5+leg6" and r.phase == 0 and r.declared)
     row = run_one(spec, run, str(tmp_path))
     assert row["stopped"] == "completed" and row["touchdown_speed_mps"] is None, row
     assert row["outcome"] in ("walked", "stood") and row["min_height_m"] > 0.5 * 0.113, row

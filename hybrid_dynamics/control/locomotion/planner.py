@@ -282,11 +282,13 @@ class LocomotionPlanner:
     def _first_to_step(self, pattern: GaitPattern) -> int:
         """Index (in ``pattern.legs``) of the leg to swing first in a static gait after a
         morphology change: the crawl order's own first (0), unless a leg would reach a stop of
-        its hip yaw joint before its first swing: each leg's walk left before that stop
-        (:meth:`_walk_left`, its foot held where it stands, a landing foot at its target)
-        against the body's walk at the gait's speed until its slot comes (the slots before it
-        and the shift that opens its own); then the start that leaves the most walk to spare
-        (the crawl order kept, its start rotated). 0 without a command or a previous gait."""
+        its hip yaw joint more than ``stability_margin`` of walk before its first swing (the
+        body path keeps that margin inside the support polygon: a body held back by less
+        stays inside it). Each leg's walk left before that stop (:meth:`_walk_left`, its foot
+        held where it stands, a landing foot at its target) against the body's walk at the
+        gait's speed until its slot comes (the slots before it and the shift that opens its
+        own); then the start that leaves the most walk to spare (the crawl order kept, its
+        start rotated). 0 without a command or a previous gait."""
         v = self.cmd[:2] if self.scheduler is not None else np.zeros(2)
         speed = min(float(np.linalg.norm(v)), self.config.max_stride / max(pattern.stance_time, 1e-6))
         if not pattern.static or pattern.swing_fraction <= 0.0 or speed < 1e-9:
@@ -301,7 +303,7 @@ class LocomotionPlanner:
         n, slot = len(left), pattern.period / len(pattern.legs)
         spare = [min(left[j] - speed * slot * ((j - first) % n + pattern.shift_fraction) for j in range(n))
                  for first in range(n)]
-        return 0 if spare[0] >= 0.0 else int(np.argmax(spare))
+        return 0 if spare[0] >= -self.config.stability_margin else int(np.argmax(spare))
 
     def _walk_left(self, leg: str, foot: np.ndarray, heading: np.ndarray) -> float:
         """How far (m) the body can walk along ``heading`` (base frame, unit) before the leg's
