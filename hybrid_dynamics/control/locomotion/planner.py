@@ -20,10 +20,10 @@ The CoM height target is the standing CoM height; the whole-body controller's po
 (config/controller/jethexa.yaml) is weak on purpose: its reference is the standing pose, and a
 strong one resists the body shifts of the wave gait.
 
-After a morphology change the first swing of a static gait goes to the leg with the least walk
-left before its hip yaw joint reaches a stop (:meth:`LocomotionPlanner._first_to_step`): a
-foot that stands through the change and the cycle after it is carried onto that stop by the
-walking body, and the body, held back by it, leaves its planned path.
+After a morphology change a static gait's crawl order starts so that no leg stands onto a stop
+of its hip yaw joint before its first swing (:meth:`LocomotionPlanner._first_to_step`): a foot
+that stands through the change and the cycle after it is carried onto that stop by the walking
+body, and the body, held back by it, leaves its planned path.
 
 Which legs walk: every leg whose contact survives the morphology and none of whose joints is
 locked (a leg with a locked joint is held up, its foot tucked under the hip). Six walking legs
@@ -256,8 +256,8 @@ class LocomotionPlanner:
         self.pattern = pattern
         self.speed_limit = self.config.max_stride / max(pattern.stance_time, 1e-6)
         if phase_origin is None:
-            # the first slot goes to the leg with the least walk left before a stop (legs 5
-            # and 6 lost: leg 1, last in the crawl order, stood on its coxa's stop, campaign)
+            # the crawl order started so that no leg stands onto its coxa's stop first (legs
+            # 5 and 6 lost: leg 1, last in the order, stood on its stop, campaign)
             first = self._first_to_step(pattern)
             self.scheduler = GaitScheduler(pattern, t + settle, t + settle - first * pattern.period / len(pattern.legs))
         else:
