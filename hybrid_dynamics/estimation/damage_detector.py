@@ -449,8 +449,12 @@ class DamageDetector:
         since = min([self.above_since] + [d.onset for d in swung] +
                     ([] if self.falling_since is None else [self.falling_since]))
         blamed = self._blame(contributions, {d.leg for d in swung})
-        if blamed is None and self.rules is self.falling_rules:
-            blamed = self._still_legs(since, {d.leg for d in swung})
+        if self.rules is self.falling_rules:
+            # on a fall's short evidence the fewest legs that explain a share of |e| may be
+            # one of two lost: the others whose joints all stopped at the onset go with it
+            still = self._still_legs(since, {d.leg for d in swung} | set(blamed or ()))
+            if still is not None:
+                blamed = (blamed or []) + still
         if blamed is None:
             return None           # |e| is large but not explained yet: keep gathering evidence
         if self.history[-1][0] - max(self.history[0][0], since) < cfg.frozen_span:

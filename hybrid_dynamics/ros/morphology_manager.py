@@ -16,7 +16,7 @@ from std_msgs.msg import Float64MultiArray, String
 from ..errors import InputError
 from ..estimation.damage_detector import DamageDetector
 from ..estimation.fall_monitor import FallMonitor
-from ..model.damage_events import apply_damage_yaml, morphology_to_yaml
+from ..model.damage_events import apply_damage_yaml, morphology_from_yaml, morphology_to_yaml
 from ..model.morphology import Morphology, MorphologyMap
 from ..runtime.detector_inputs import DetectorInputs
 from ..runtime.inputs import JointStateBuffer, JointStateMatcher, Rejected, cycle_stance, parse_imu, stamp_to_sec
@@ -77,6 +77,9 @@ class MorphologyManagerNode(BaseNode):
             self.detector_pub = self.create_publisher(Float64MultiArray, "~/detector", STATE_QOS)
             # one YAML mapping per detection: which test, residual, threshold, since when
             self.evidence_pub = self.create_publisher(String, "~/detector/evidence", STATE_QOS)
+        # detections made in the controller's cycle (its ``detector: true``, runtime/detection.py)
+        self.create_subscription(String, self.p["detections_topic"], self._on_detections, STATE_QOS,
+                                 callback_group=self.group)
         self.add_on_set_parameters_callback(self._on_params)
         self.create_timer(0.1, self._detect, callback_group=self.group)
         self.create_timer(float(self.p["diagnostics_period"]) * 5, self._on_diag, callback_group=self.group)
@@ -174,6 +177,23 @@ class MorphologyManagerNode(BaseNode):
                 new = detection.apply(new)
             except InputError as err:
                 self.fault("bad_detection", str(err))
+        self._change(new, "detected")
+
+    def _on_detections(self, msg: String) -> None:
+        """The controller's detector convicted legs (whole_body_controller/detections: the
+        morphology it applied, then the evidence): that morphology, source "detected"."""
+        try:
+            new, _ = morphology_from_yaml(self.robot, msg.data)
+            data = yaml.safe_load(msg.data)
+            found = [{"t": float(data["t"]), "what": str(e["what"]), "onset": float(e["onset"])}
+                     for e in data["detections"]]
+        except InputError as err:
+            self.fault("bad_detection", str(err))
+            return
+        except (KeyError, TypeError, ValueError) as err:
+            self.fault("bad_detection", f"detections message without t or detections[].what/onset: {err!r}")
+            return
+        self.detections.extend(found)
         self._change(new, "detected")
 
     def _on_damage(self, msg: String) -> None:

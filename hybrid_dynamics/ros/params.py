@@ -146,6 +146,13 @@ WHOLE_BODY_CONTROLLER: Spec = {
                             "if gait is true, else hold"),
     **config_group("locomotion", LocomotionConfig),
     **config_group("weight_shift", WeightShift),
+    "detector": Param(False, "damage detection in the control cycle (runtime/detection.py: the momentum "
+                             "observer of estimation/damage_detector.py with the IMU's fall monitor, on this "
+                             "cycle's estimate, efforts and stance, before its command); a detection changes "
+                             "the controller's morphology in that cycle and goes to the morphology manager "
+                             "on ~/detections"),
+    **config_group("damage_detector", DamageDetectorConfig),
+    **config_group("fall_monitor", FallMonitorConfig),
 }
 
 MORPHOLOGY_MANAGER: Spec = {
@@ -165,6 +172,8 @@ MORPHOLOGY_MANAGER: Spec = {
     "cycle_topic": Param("/whole_body_controller/cycle", "the controller's cycle record (planned stance)"),
     "imu_topic": Param("/imu_sensor_broadcaster/imu", "sensor_msgs/Imu in (the detector's fall monitor)"),
     **config_group("fall_monitor", FallMonitorConfig),
+    "detections_topic": Param("/whole_body_controller/detections", "detections made in the controller's cycle "
+                                                                   "(its detector: true), applied as they come"),
 }
 
 MUJOCO_SIM: Spec = {

@@ -7,13 +7,16 @@ One rclpy context and executor (ros/graph.py) host
                         the IMU (noise and bias of the scenario), /clock, ground truth
   state_estimator       its own filter -> ~/odometry, ~/joint_states_full
   whole_body_controller ``trigger: joint_states`` (one cycle per joint state), ``gait: true``
-                        (owns the locomotion planner, follows /cmd_vel and the morphology)
-  morphology_manager    ~/damage, and automatic detection (``detector: true``)
+                        (owns the locomotion planner, follows /cmd_vel and the morphology),
+                        ``detector: true`` (the damage detector in its cycle, between estimate and
+                        command, as in the library loop: runtime/detection.py)
+  morphology_manager    ~/damage, and the controller's detections (whole_body_controller/detections)
   scenario_driver       /cmd_vel (10 Hz of simulated time); when the plant has been damaged
-                        (its ``damage`` at ``damage_at``: exactly, in its step, as under
-                        sim.launch.py), if declared, the event goes to /morphology_manager/damage
-                        and the plant waits until the controller has reassembled (the library
-                        loop applies it in the same step)
+                        (its ``damage`` at ``damage_at``: exactly, at the end of the step that
+                        reaches it, as under sim.launch.py), if declared, the event goes to
+                        /morphology_manager/damage and the state of that instant waits until the
+                        controller has reassembled (the library loop's cycle of the damage time
+                        uses the declared morphology)
   bag_recorder          every topic, MCAP (ros/bag.py)
 
 Every node runs on simulated time (``use_sim_time``, /clock); nothing paces the simulation
@@ -56,7 +59,8 @@ from .sim_node import MujocoSimNode
 # recorded besides the graph's own topics (sim.bagfile.TOPICS holds the types)
 SIM_TOPICS = ("/clock", "/sim/ground_truth/odometry", "/sim/ground_truth/joint_states",
               "/sim/ground_truth/contact_forces", "/sim/ground_truth/morphology", "/whole_body_controller/cycle",
-              "/whole_body_controller/markers", "/morphology_manager/detector")
+              "/whole_body_controller/markers", "/whole_body_controller/detector",
+              "/whole_body_controller/detections")
 CLOCK_RATE = 50.0       # Hz of /clock: the nodes' timers (diagnostics, markers, /cmd_vel) need no more
 STALL_S = 20.0          # wall seconds without simulated progress: the run is stuck
 LOCKSTEP_TIMEOUT = 5.0  # wall seconds before the plant steps without a command (a slow cycle on a
@@ -79,16 +83,17 @@ class ScenarioDriver(LeanNode):
         self.twist.linear.y = scenario.cmd_vel["linear_y"]
         self.twist.angular.z = scenario.cmd_vel["angular_z"]
         self.create_timer(0.1, self.publish_cmd)             # simulated time
-        sim.step_hooks.append(self.on_step)
+        sim.damage_hooks.append(self.on_damage)
         self.publish_cmd()
 
     def publish_cmd(self) -> None:
         self.cmd_pub.publish(self.twist)
 
-    def on_step(self, t: float) -> None:
-        if self.sim.damaged_at is None or self.t_damage is not None:
+    def on_damage(self, t: float) -> None:
+        """The plant was damaged at ``t``, before the state of ``t`` is published."""
+        if self.t_damage is not None:
             return
-        self.t_damage = self.sim.damaged_at
+        self.t_damage = t
         self.true_morphology = self.sim.morphology
         if self.declared:       # a locked joint declared at the angle the plant locked it at
             events = with_lock_angles(self.sc.damage_events, dict(self.sim.morphology.locked))
@@ -139,18 +144,19 @@ class GraphRun:
         # the state estimator's (the detector's input), as the library loop's one
         estimator = P.flatten({"estimator": dict(sc.estimator)})
         ctrl.update(estimator)
+        # the damage detector in the controller's cycle, as in the library loop (runtime/detection.py)
+        ctrl.update({"detector": self.detector, **P.flatten({"damage_detector": dict(sc.detector)})})
         return {"whole_body_controller": ctrl,
                 "state_estimator": {"use_sim_time": True, "stance_topic": "/whole_body_controller/cycle",
-                                    "publish_rate": 0.0, **estimator},     # every period: the detector's input
-                "morphology_manager": {"use_sim_time": True, "detector": self.detector,
-                                       **P.flatten({"damage_detector": dict(sc.detector)})}}
+                                    "publish_rate": 0.0, **estimator},
+                "morphology_manager": {"use_sim_time": True}}
 
     @property
     def detector(self) -> bool:
-        """The momentum-observer damage detector runs for serial robots (its model has no
-        loop closures: on a closed chain the passive joints' constraint forces would read as
-        damage)."""
-        return self.robot.loops is None
+        """The momentum-observer damage detector runs for a walking serial robot, as in the
+        library loop (its model has no loop closures: on a closed chain the passive joints'
+        constraint forces would read as damage)."""
+        return self.robot.loops is None and self.sc.references == "gait"
 
     def _sim_params(self):
         sc = self.sc
@@ -237,7 +243,9 @@ class GraphRun:
         return graph
 
     def _watch(self, t: float) -> None:
-        """In the sim's step: stop the physics at the end or on a fall (ground truth)."""
+        """In the sim's step, on the state reached: stop the physics at the end (the state of
+        the end time is not published: the library loop's last cycle is one period before
+        it) or on a fall (ground truth)."""
         plant = self.sim.plant
         if t >= self.t_start + self.duration - 1e-9:
             self.stop_reason = self.stop_reason or "completed"
@@ -259,15 +267,14 @@ class GraphRun:
         sim.hold = True
         graph.start()
 
-        est_readers = 2 if self.detector else 1          # the recorder, and the detector
-
         def matched() -> bool:
             return (sim.js_pub.get_subscription_count() >= 4 and sim.imu_pub.get_subscription_count() >= 3
                     and sim.gt_pub.get_subscription_count() >= 1 and sim.gt_js_pub.get_subscription_count() >= 1
                     and ctrl.cmd_pub.get_subscription_count() >= 2
                     and ctrl.cycle_pub.get_subscription_count() >= 2
-                    and est.odom_pub.get_subscription_count() >= est_readers
-                    and est.js_pub.get_subscription_count() >= est_readers
+                    and est.odom_pub.get_subscription_count() >= 1
+                    and est.js_pub.get_subscription_count() >= 1
+                    and (ctrl.detection is None or ctrl.detections_pub.get_subscription_count() >= 2)
                     and (ctrl.force_pub is None or ctrl.force_pub.get_subscription_count() >= 1))
         if not graph.spin_until(matched, timeout=30.0):
             return "error: the nodes did not discover each other in 30 s"

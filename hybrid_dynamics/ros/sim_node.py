@@ -26,7 +26,7 @@ physics step of 1 ms), ``real_time`` (true: pace the physics with the wall clock
 fast as the timer allows), ``lockstep`` (true: the physics advances one publish period each
 time a command arrives, so a controller with ``trigger: joint_states`` and the plant run in
 lock-step as fast as the controller computes, deterministically; a watchdog starts the loop
-and steps anyway after ``lockstep_timeout`` wall seconds without a command, keeping one state
+(it publishes the state at the clock's zero) and steps anyway after ``lockstep_timeout`` wall seconds without a command, keeping one state
 in flight: ros/lockstep.py),
 ``max_command_age`` (real time, not lock-step: the physics waits while the last command is
 older than this many simulated seconds, and before the first one, stepping anyway after
@@ -35,15 +35,18 @@ controller to keep up, the simulation runs slower than real time instead of runn
 without control; :attr:`MujocoSimNode.waits` counts the ticks it waited),
 ``settle`` (s of joint PD on the standing pose before the first message), ``damage`` and
 ``damage_at`` (damage events, in the ``/sim/damage`` schema, that the plant suffers exactly
-``damage_at`` s after the settle, in its step: a scenario's damage at the same simulated
-instant whichever graph runs it), ``clock_rate``
+``damage_at`` s after the settle, at the end of the step that reaches that time, before the
+state of that instant is published: a scenario's damage at the same simulated instant, and
+read by the same sample, whichever graph or the library loop runs it), ``clock_rate``
 (Hz of /clock; 0: with every sensor message: each /clock message wakes every node on
 simulated time), ``joints``,
 ``sensors.gyro_std`` ... (the ImuNoise fields), ``seed``.
 
-In one process, :attr:`MujocoSimNode.step_hooks` are called with the simulated time before
-each physics advance (after a scheduled damage of that instant: the scenario runner declares
-it there).
+In one process, :attr:`MujocoSimNode.step_hooks` are called with the simulated time after
+each physics advance, before the state reached is published (one that sets :attr:`hold` ends
+the run there, unpublished), and :attr:`MujocoSimNode.damage_hooks` with the damage's time right after
+the plant is damaged, before the state of that instant is published (the scenario runner
+declares a damage there).
 """
 from __future__ import annotations
 
@@ -63,6 +66,7 @@ from ..errors import InputError
 from ..model.damage_events import apply_damage_yaml, morphology_to_yaml
 from ..model.morphology import Morphology
 from ..model.robot import load_robot
+from ..runtime.inputs import sec_to_stamp
 from ..sim.plant import ImuNoise, Plant
 from . import params as P
 from .lean import LeanNode
@@ -70,11 +74,6 @@ from .lockstep import LockstepPacer
 from .node_base import spin_node
 
 SENSOR_QOS = QoSProfile(depth=10, reliability=ReliabilityPolicy.BEST_EFFORT)
-
-
-def _stamp(t: float, stamp) -> None:
-    ns = int(round(t * 1e9))          # rounding the whole, so that 1.9999999996 is 2.0, not 1.0
-    stamp.sec, stamp.nanosec = ns // 1_000_000_000, ns % 1_000_000_000
 
 
 class MujocoSimNode(LeanNode):
@@ -116,6 +115,7 @@ class MujocoSimNode(LeanNode):
         self.commands = 0
         self.watchdog_steps = 0
         self.step_hooks: List[Callable[[float], None]] = []
+        self.damage_hooks: List[Callable[[float], None]] = []
         if float(p["settle"]) > 0:
             self.plant.settle(self.robot.q_stand, float(p["settle"]))
         self.damaged_at: Optional[float] = None       # plant time of the last damage
@@ -166,18 +166,26 @@ class MujocoSimNode(LeanNode):
         if self.paused is not None:
             if self.paused():
                 self.paused = None
-                self.tick()
+                self._publish_sample()
             return
-        if self.ticks == 0 or time.monotonic() - self._last_tick >= self.lockstep_timeout:
+        if self.ticks == 0:
+            # the loop starts from the state at the clock's zero, not from a step: the
+            # controller's first command drives the first step, as in the library loop
+            # (stepping first, the plant ran its first period on no command)
+            self._last_tick = time.monotonic()
+            self._sample()
+            return
+        if time.monotonic() - self._last_tick >= self.lockstep_timeout:
             self.watchdog_steps += 1
             self.pacer.watchdog()
             self.tick()
 
     def pause_until(self, ready: Callable[[], bool]) -> None:
-        """Lock-step: the physics stops before its next advance until ``ready()`` (asked by
-        the watchdog's timer, every 50 ms at most). Called from a step hook, the step under
-        way waits too: the one-process demo holds the plant while a declared damage travels
-        to the controller, as the library loop applies it in the same step."""
+        """Lock-step: the state the plant has just reached is not published (so no command
+        comes and the physics stays) until ``ready()`` (asked by the watchdog's timer, every
+        50 ms at most). Called from a damage hook, the sample of the damage time waits: the
+        one-process demo holds it while a declared damage travels to the controller, as the
+        library loop applies the damage before its cycle of that instant."""
         self.paused = ready
 
     def _damaged(self, events: str) -> Morphology:
@@ -205,20 +213,32 @@ class MujocoSimNode(LeanNode):
         self.morph_pub.publish(String(data=morphology_to_yaml(self.robot.name, morph, self.revision,
                                                               source="plant", t=self.damaged_at)))
         self.get_logger().info(f"plant damaged at t = {self.damaged_at:.3f} s: {morph.describe()}")
+        for hook in self.damage_hooks:
+            hook(self.damaged_at)
 
     # ------------------------------------------------------------------ the loop
     def tick(self) -> None:
         if self.hold or self.paused is not None:
             return
         self._last_tick = time.monotonic()
+        self.plant.step(self.steps_per_tick)
+        for hook in self.step_hooks:
+            hook(self.plant.time)
+        if not self.hold:            # a hook ended the run: the state reached is not published
+            self._sample()
+
+    def _sample(self) -> None:
+        """The state the plant has reached, published. A damage scheduled for this instant
+        happens first: the sample of the damage time is the damaged plant's (MuJoCo's
+        sensors recomputed on the damaged model), as the library loop's cycle of that
+        instant reads it; a damage hook may hold the sample back (:meth:`pause_until`)."""
         if self.scheduled is not None and self.plant.time >= self.scheduled[0] - 1e-9:
             events, self.scheduled = self.scheduled[1], None
             self.damage(self._damaged(events))
-        for hook in self.step_hooks:
-            hook(self.plant.time)
-        if self.hold or self.paused is not None:        # a hook stopped the physics
-            return
-        self.plant.step(self.steps_per_tick)
+        if self.paused is None:
+            self._publish_sample()
+
+    def _publish_sample(self) -> None:
         self.publish()
         self.pacer.stepped()
 
@@ -226,18 +246,18 @@ class MujocoSimNode(LeanNode):
         plant, t = self.plant, self.plant.time
         if self.ticks % self.clock_every == 0:
             clock = Clock()
-            _stamp(t, clock.clock)
+            sec_to_stamp(t, clock.clock)
             self.clock_pub.publish(clock)
         self.ticks += 1
         names, pos, vel, effort = plant.joint_states()
         js = JointState()
-        _stamp(t, js.header.stamp)
+        sec_to_stamp(t, js.header.stamp)
         js.name = names
         js.position, js.velocity, js.effort = pos.tolist(), vel.tolist(), effort.tolist()
         self.js_pub.publish(js)
         imu = plant.imu()
         m = Imu()
-        _stamp(t, m.header.stamp)
+        sec_to_stamp(t, m.header.stamp)
         m.header.frame_id = self.robot.imu_frame or "base_link"
         m.orientation.x, m.orientation.y, m.orientation.z, m.orientation.w = (float(a) for a in imu.orientation)
         m.angular_velocity.x, m.angular_velocity.y, m.angular_velocity.z = (float(a) for a in imu.angular_velocity)
@@ -246,7 +266,7 @@ class MujocoSimNode(LeanNode):
         self.imu_pub.publish(m)
         gt = plant.ground_truth()
         odom = Odometry()
-        _stamp(t, odom.header.stamp)
+        sec_to_stamp(t, odom.header.stamp)
         odom.header.frame_id, odom.child_frame_id = "odom", "base_link"
         p, q = odom.pose.pose.position, odom.pose.pose.orientation
         p.x, p.y, p.z = (float(a) for a in gt.position)
@@ -257,7 +277,7 @@ class MujocoSimNode(LeanNode):
         self.gt_pub.publish(odom)
         gj = self.gt_js
         _, gpos, gvel = plant.joint_ground_truth()
-        _stamp(t, gj.header.stamp)
+        sec_to_stamp(t, gj.header.stamp)
         gj.position, gj.velocity = array.array("d", gpos.tobytes()), array.array("d", gvel.tobytes())
         self.gt_js_pub.publish(gj)
         self.forces_pub.publish(Float64MultiArray(data=plant.contact_force_array(self.contact_frames).tolist()))

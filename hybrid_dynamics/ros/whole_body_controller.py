@@ -17,7 +17,15 @@ state_estimator/odometry                  nav_msgs/Odometry               reliab
 /diagnostics                              diagnostic_msgs/DiagnosticArray reliable, depth 10
 morphology_manager/morphology             std_msgs/String (YAML)          reliable, transient local
 morphology_manager/damage (in)            std_msgs/String (YAML)          reliable, depth 10
+whole_body_controller/detector            std_msgs/Float64MultiArray      reliable, depth 10 (detector)
+whole_body_controller/detections          std_msgs/String (YAML)          reliable, depth 10 (detector)
 ========================================  ==============================  ==========================
+
+``detector: true``: the damage detector runs in the cycle, between the estimate and the
+command (runtime/detection.py), as in the library scenario loop: a detection reassembles the
+pipeline before this cycle's command, and goes to the morphology manager on ``~/detections``
+(the resulting morphology in the morphology_manager/morphology YAML, then ``detections:``, the
+evidence of each); ``~/detector`` carries the observer's statistic and threshold per cycle.
 
 Bad input: a rejected message is logged once per kind of fault, counted on /diagnostics,
 and the node keeps its last good state; a stale input (``stale_timeout``) switches the
@@ -29,18 +37,22 @@ import array
 import threading
 import time
 from collections import deque
-from typing import Optional
+from typing import List, Optional
 
 import numpy as np
+import yaml
 from diagnostic_msgs.msg import DiagnosticStatus
 from geometry_msgs.msg import Twist
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from sensor_msgs.msg import Imu, JointState
-from std_msgs.msg import Float64MultiArray, MultiArrayDimension
+from std_msgs.msg import Float64MultiArray, MultiArrayDimension, String
 from visualization_msgs.msg import MarkerArray
 
 from ..errors import InputError
+from ..estimation.damage_detector import Detection
+from ..model.damage_events import morphology_to_yaml
 from ..model.morphology import Morphology
+from ..runtime.detection import CycleDetector
 from ..runtime.periodic import PeriodicLoop
 from ..runtime.pipeline import Pipeline
 from ..soft.coordinates import coordinate_names
@@ -87,6 +99,14 @@ class WholeBodyControllerNode(BaseNode):
         self.create_subscription(JointState, self.p["joint_states_topic"], on_js, qos,
                                  callback_group=inputs,
                                  event_callbacks=self.matched_events(self.p["joint_states_topic"]))
+        self._pending_morphology: Optional[Morphology] = None     # apply_morphology
+        self.detection: Optional[CycleDetector] = None
+        self.detections: List[dict] = []
+        if self.p["detector"]:
+            self.detection = CycleDetector(self.robot, self.pipeline, self.p["damage_detector"], self.p["fall_monitor"])
+            self.detection.handlers.append(self._detected)
+            self.detector_pub = self.create_publisher(Float64MultiArray, "~/detector", STATE_QOS)
+            self.detections_pub = self.create_publisher(String, "~/detections", STATE_QOS)
         self.follow_morphology()
         if self.pipeline.gait is not None:
             self.create_subscription(Twist, self.p["cmd_vel_topic"], self._on_cmd_vel, STATE_QOS,
@@ -144,10 +164,34 @@ class WholeBodyControllerNode(BaseNode):
 
     # ---------------------------------------------------------------- inputs
     def apply_morphology(self, morph: Morphology) -> None:
+        """A morphology from the manager: the pipeline reassembles at the start of the next
+        cycle, with that cycle's stamp as the gait's replanning time (as the library loop,
+        where the first cycle to use a declared damage is the one at its time); this node's
+        own detection coming back from the manager changes nothing."""
         with self.lock:
-            t = self.state.buffer.stamp
-            self.pipeline.set_morphology(morph, t if np.isfinite(t) else self.now())
-            self.applied_at_cycle = self.cycles
+            self._pending_morphology = None if morph == self.pipeline.morphology else morph
+            self.applied_at_cycle = self.cycles         # the next cycle
+
+    def _reassemble(self, morph: Morphology, t: float) -> None:
+        self.pipeline.set_morphology(morph, t)
+        if self.detection is not None:
+            self.detection.set_morphology(morph, t)
+        self.applied_at_cycle = self.cycles
+
+    def _detected(self, t: float, found: List[Detection], morph: Morphology, rejected: List[str]) -> None:
+        """In the cycle (the lock held): the detector convicted legs at ``t``; the pipeline
+        reassembles before this cycle's command and the morphology manager is told."""
+        for text in rejected:
+            self.fault("bad_detection", text)
+        for detection in found:
+            self.detections.append({"t": t, "what": detection.describe(), "onset": detection.onset})
+            self.get_logger().info(f"detected {detection.describe()} at t = {t:.3f} s ({detection.test})")
+        if morph != self.pipeline.morphology:
+            self._reassemble(morph, t)
+        # one YAML mapping: the morphology message's keys, then the evidence of each detection
+        text = morphology_to_yaml(self.robot.name, morph, self.revision, source="detected", t=t)
+        text += yaml.safe_dump({"detections": [d.evidence() for d in found]}, sort_keys=False)
+        self.detections_pub.publish(String(data=text))
 
     def _on_cmd_vel(self, msg: Twist) -> None:
         with self.lock:
@@ -227,6 +271,10 @@ class WholeBodyControllerNode(BaseNode):
         clock = self.now()
         late = self._last_start is not None and clock - self._last_start > 1.5 * self.period
         self._last_start = clock
+        if self._pending_morphology is not None:
+            t = self.state.buffer.stamp
+            self._reassemble(self._pending_morphology, t if np.isfinite(t) else clock)
+            self._pending_morphology = None
         cycle = self.pipeline.step(self.now(), use_stamps=self.lockstep)
         self.note_restarts(self.state)
         # the command first: everything else of the cycle happens after it is on the wire
@@ -244,6 +292,7 @@ class WholeBodyControllerNode(BaseNode):
         if cycle.safe_mode is None:
             self._publish_cycle(cycle, end - start)
             self._publish_actuator_forces(cycle)
+            self._publish_detector()
         if self._diag_due:
             self._diag_due = False
             self._on_diag()
@@ -281,6 +330,15 @@ class WholeBodyControllerNode(BaseNode):
         forces = cycle.output.actuator_forces or {}
         self.force_msg.data = array.array("d", [float(forces.get(n, 0.0)) for n in self.robot.actuated_joints])
         self.force_pub.publish(self.force_msg)
+
+    def _publish_detector(self) -> None:
+        """``~/detector``: the observer's statistic (NaN while it does not test) and its
+        threshold, every cycle (for a subscriber)."""
+        if self.detection is None or not self.detector_pub.get_subscription_count():
+            return
+        det = self.detection.detector
+        self.detector_pub.publish(Float64MultiArray(data=[det.statistic if det.testing else float("nan"),
+                                                          float(det.config.threshold)]))
 
     def latencies(self) -> np.ndarray:
         """Joint state received -> command published, seconds (the last cycles, oldest first)."""

@@ -66,11 +66,19 @@ def stamp_to_sec(stamp) -> float:
     return float(stamp.sec) + 1e-9 * float(stamp.nanosec)
 
 
+def stamped(t: float) -> float:
+    """``t`` as a message's stamp carries it (whole nanoseconds, read back by :func:`stamp_to_sec`)."""
+    ns = int(round(t * 1e9))
+    return float(ns // 1_000_000_000) + 1e-9 * float(ns % 1_000_000_000)
+
+
 def sec_to_stamp(t: float, stamp) -> None:
-    """Write ``t`` seconds into a builtin_interfaces/Time (in place)."""
-    sec = int(np.floor(t))
-    stamp.sec = sec
-    stamp.nanosec = min(int(round((t - sec) * 1e9)), 999_999_999)
+    """Write ``t`` seconds into a builtin_interfaces/Time (in place), rounded to the nearest
+    nanosecond as a whole: 1.9999999999999987 (a sum of 1 ms steps) is 2 s, not 1.999999999 s
+    (rounding the fraction alone and capping it, the library loop stamped such an instant 1 ns
+    before the ROS plant did)."""
+    ns = int(round(t * 1e9))
+    stamp.sec, stamp.nanosec = ns // 1_000_000_000, ns % 1_000_000_000
 
 
 # whole_body_controller/cycle (std_msgs/Float64MultiArray): QP solve ms, cycle ms, fallback,

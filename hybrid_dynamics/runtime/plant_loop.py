@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Callable, Optional
 
-from .inputs import imu_sample, joint_state_sample
+from .inputs import imu_sample, joint_state_sample, stamped
 from .pipeline import Cycle, Pipeline
 
 
@@ -27,7 +27,7 @@ class PlantLoop:
     def cycle(self) -> Cycle:
         """Sensors -> pipeline -> torques at the plant's current time (the plant does not move)."""
         plant, pipe = self.plant, self.pipeline
-        t = plant.time
+        t = stamped(plant.time)
         names, qj, vj, effort = plant.joint_states()
         imu = plant.imu()
         self.sensors = (names, qj, vj, effort, imu)
@@ -38,13 +38,14 @@ class PlantLoop:
     def run(self, duration: float, before: Optional[Callable[[float], None]] = None,
             after: Optional[Callable[[Cycle], Optional[str]]] = None) -> Optional[str]:
         """Cycles for ``duration`` s of plant time. ``before(t)`` runs ahead of each cycle (a
-        damage happening to the plant), ``after(cycle)`` once its torques are set; a string
+        damage happening to the plant; ``t`` the cycle's time as its messages' stamps carry it,
+        whole nanoseconds, as in the graph), ``after(cycle)`` once its torques are set; a string
         returned by ``after`` stops the loop and is returned (why it stopped)."""
         plant = self.plant
         end = plant.time + duration
         while plant.time < end - 1e-9:
             if before is not None:
-                before(plant.time)
+                before(stamped(plant.time))
             cycle = self.cycle()
             stop = after(cycle) if after is not None else None
             plant.step(self.decimation)

@@ -32,6 +32,8 @@ TOPICS: Dict[str, str] = {
     "/whole_body_controller/cycle": "std_msgs/msg/Float64MultiArray",
     "/whole_body_controller/markers": "visualization_msgs/msg/MarkerArray",
     "/whole_body_controller/soft_deformation": "sensor_msgs/msg/JointState",
+    "/whole_body_controller/detector": "std_msgs/msg/Float64MultiArray",
+    "/whole_body_controller/detections": "std_msgs/msg/String",
     "/morphology_manager/morphology": "std_msgs/msg/String",
     "/morphology_manager/damage": "std_msgs/msg/String",
     "/morphology_manager/detector": "std_msgs/msg/Float64MultiArray",

@@ -31,10 +31,10 @@ import numpy as np
 import pinocchio as pin
 
 from ..errors import InputError
-from ..estimation.damage_detector import DamageDetector
-from ..estimation.fall_monitor import FallMonitor
+from ..estimation.damage_detector import DamageDetectorConfig
 from ..model.damage_events import apply_event
 from ..model.morphology import Morphology
+from ..runtime.detection import CycleDetector
 from ..runtime.pipeline import Pipeline
 from ..runtime.plant_loop import PlantLoop
 from .log import Log
@@ -79,10 +79,10 @@ class ScenarioRun:
         self.pipeline = Pipeline(robot, {"references": sc.references, "controller": dict(sc.controller),
                                          "estimator": dict(sc.estimator), "locomotion": dict(sc.locomotion),
                                          "weight_shift": dict(sc.balance)})
-        self.detector = DamageDetector(robot, sc.detector)
-        self.fall_monitor = FallMonitor()
+        self.detection = None
         if sc.references == "gait":
-            self.pipeline.estimate_hooks.append(self._detect)
+            self.detection = CycleDetector(robot, self.pipeline, sc.detector)
+            self.detection.handlers.append(self._detected)
         self.loop = PlantLoop(self.plant, self.pipeline, sc.control_rate)
         self.morphology = Morphology.healthy(robot)
         self.frames = [c.frame for c in robot.contacts]
@@ -94,7 +94,8 @@ class ScenarioRun:
             return
         self.morphology = morph
         self.pipeline.set_morphology(morph, t)
-        self.detector.set_morphology(morph, t)
+        if self.detection is not None:
+            self.detection.set_morphology(morph, t)
         self.log.events.append({"t": round(t, 4), "kind": "morphology", "source": source,
                                 "morphology": morph.describe()})
         if self.bag is not None:
@@ -111,26 +112,16 @@ class ScenarioRun:
                                 "declared": self.declared})
         return morph
 
-    def _detect(self, t: float, state) -> None:
-        """Estimate hook: the damage detector on the estimate and the torques applied since
-        the last cycle, told whether the IMU says the body falls; a detection is a morphology
-        change before this cycle's command."""
-        falling_since = self.fall_monitor.update(t, self.pipeline.state.imu_for(t))
-        detections = self.detector.update(t, state.q, state.v, self.pipeline.state.buffer.tau,
-                                          self.pipeline.state.stance, state.q_soft, state.v_soft,
-                                          falling_since=falling_since)
-        if not detections:
-            return
+    def _detected(self, t: float, detections, morph: Morphology, rejected) -> None:
+        """The damage detector in the cycle (runtime/detection.py) found legs: undeclared, a
+        morphology change before this cycle's command."""
         if self.detection_t is None:
             self.detection_t = t
-        morph = self.morphology
         for detection in detections:
             self.log.events.append({"t": round(t, 4), "kind": "detection", "what": detection.describe(),
                                     "onset": round(detection.onset, 4)})
-            try:
-                morph = detection.apply(morph)
-            except InputError as exc:
-                self.log.events.append({"t": round(t, 4), "kind": "rejected", "what": str(exc)})
+        for text in rejected:
+            self.log.events.append({"t": round(t, 4), "kind": "rejected", "what": text})
         if not self.declared:
             self._set_morphology(morph, t, "detected")
 
@@ -167,8 +158,16 @@ class ScenarioRun:
         return self._loop()
 
     @property
+    def detector(self):
+        return None if self.detection is None else self.detection.detector
+
+    @property
+    def fall_monitor(self):
+        return None if self.detection is None else self.detection.fall_monitor
+
+    @property
     def threshold(self) -> float:
-        return self.detector.config.threshold
+        return DamageDetectorConfig.from_dict(self.sc.detector).threshold
 
     @property
     def final_morphology(self) -> str:
@@ -176,15 +175,17 @@ class ScenarioRun:
 
     def _loop(self) -> str:
         """The gait settles on the standing pose first (joint PD, every foot down when control
-        starts) and plans its footholds where the feet are; a closed chain starts unsettled
+        starts) and plans its footholds where the estimate puts the feet; a closed chain starts unsettled
         (the graph does the same). A fall stops the run."""
         sc, plant, robot = self.sc, self.plant, self.robot
         balance = sc.references == "weight_shift"
         if not balance:
             plant.settle(robot.q_stand, SETTLE_S)
             cmd = sc.cmd_vel
+            # the gait starts in the first cycle, where the *estimate* puts the robot, as in
+            # the controller node (started here from MuJoCo's configuration, the library loop's
+            # first command differed from the graph's by 6e-4 N m)
             self.pipeline.set_command(cmd["linear_x"], cmd["linear_y"], cmd["angular_z"])
-            self.pipeline.gait.start(plant.time, plant.q())
         t_start = plant.time
         self.stand_height = plant.q()[2]
         damage_time = None if sc.damage_at is None else t_start + sc.damage_at
@@ -245,16 +246,19 @@ class ScenarioRun:
         lg.cycle_ms.append(out.cycle_time * 1e3 if out is not None else np.nan)
         lg.fallback.append(out is None or bool(out.fallback))
         lg.infeasible.append(out is not None and bool(out.infeasible))
-        lg.statistic.append(self.detector.statistic if self.detector.testing else np.nan)
+        det = self.detector
+        lg.statistic.append(det.statistic if det is not None and det.testing else np.nan)
         lg.legs_alive.append(sum(1 for _, k in (self.true_morphology or self.morphology).links_kept if k > 0))
         forces = plant.contact_forces()
         for f in self.frames:
             lg.forces[f].append(np.asarray(forces.get(f, np.zeros(3)), float))
         bag = self.bag
         if bag is not None:
-            names, qj, vj, _, imu = self.loop.sensors
+            # the samples the cycle used: reading the sensors again would draw their noise
+            # again, and a run with a bag would differ from one without
+            names, qj, vj, effort, imu = self.loop.sensors
             bag.clock(t)
-            bag.joint_states(t, names, qj, vj, plant.joint_states()[3])
+            bag.joint_states(t, names, qj, vj, effort)
             bag.imu(t, self.robot.imu_frame or "imu_link", imu.orientation, imu.angular_velocity, imu.linear_acceleration)
             bag.odometry("/sim/ground_truth/odometry", t, gt.position, gt.orientation, gt.linear_velocity, gt.angular_velocity)
             if state is not None:

@@ -12,9 +12,12 @@ import pytest
 from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.qos import DurabilityPolicy, ReliabilityPolicy
 from sensor_msgs.msg import Imu, JointState
+from rclpy.parameter import Parameter
 from std_msgs.msg import Float64MultiArray, String
 
 from hybrid_dynamics.errors import InputError
+from hybrid_dynamics.model.damage_events import morphology_to_yaml
+from hybrid_dynamics.model.morphology import Morphology
 from hybrid_dynamics.runtime.inputs import CYCLE_HEADER, sec_to_stamp
 from hybrid_dynamics.ros.graph import Graph
 from hybrid_dynamics.ros.qos import LATCHED_QOS, STATE_QOS
@@ -285,6 +288,36 @@ def test_damage_reassembles_the_controller_within_one_cycle(graph):
     assert not bad.successful and "nope" in bad.reason
     assert graph.spin_until(lambda: ctrl.revision == 2, timeout=5.0)
     assert np.any(_step(graph)[idx] != 0)
+
+
+def test_detections_of_the_controllers_cycle_reach_the_manager_and_bad_ones_change_nothing(graph):
+    """``whole_body_controller/detections`` (the detector in the controller's cycle,
+    runtime/detection.py): the morphology it carries becomes the manager's, source
+    "detected", with each detection recorded; a malformed message changes nothing and is
+    counted on /diagnostics."""
+    ctrl, mgr = graph.nodes["whole_body_controller"], graph.nodes["morphology_manager"]
+    pub = graph.probe.create_publisher(String, "/whole_body_controller/detections", STATE_QOS)
+    assert graph.spin_until(lambda: pub.get_subscription_count() >= 1, timeout=5.0)
+    revision, faults = mgr.revision, mgr.faults["bad_detection"]
+    lost = Morphology.healthy(mgr.robot).remove_leg("leg5")
+    good = morphology_to_yaml(ROBOT, lost, 0, source="detected", t=1.25) + \
+        "detections:\n- {what: leg5 lost, onset: 1.2, leg: leg5}\n"
+    bad = ["not: [yaml", "links_kept: {leg5: 0}\n", good.replace("t: 1.25", "t: soon"),
+           good.replace("leg5: 0", "leg9: 0"), good.split("detections:")[0]]
+    for text in bad:
+        pub.publish(String(data=text))
+    assert graph.spin_until(lambda: mgr.faults["bad_detection"] == faults + len(bad), timeout=5.0)
+    assert mgr.revision == revision and mgr.morphology.is_healthy()
+    pub.publish(String(data=good))
+    assert graph.spin_until(lambda: ctrl.revision == mgr.revision == revision + 1, timeout=5.0)
+    assert mgr.morphology == lost and mgr.source == "detected"
+    assert mgr.detections[-1] == {"t": 1.25, "what": "leg5 lost", "onset": 1.2}
+    leg5 = [ctrl.control.joints.index(n) for n in ctrl.control.joints if n.startswith("leg5_")]
+    cmd = _step(graph)
+    assert np.all(cmd[leg5] == 0.0) and np.any(cmd != 0)
+    assert mgr.set_parameters([Parameter("damage", value="restore: {}")])[0].successful
+    assert graph.spin_until(lambda: ctrl.revision == revision + 2, timeout=5.0)
+    graph.probe.destroy_publisher(pub)
 
 
 # ---------------------------------------------------------------------------- timer mode

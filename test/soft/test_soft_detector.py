@@ -100,8 +100,8 @@ def test_undeclared_pair_loss_is_found_through_the_one_process_graph(cli, tmp_pa
         {k: v for k, v in truth.items() if k not in ("revision", "source", "t")}
     # the detector tested the healthy walk (|e| published, NaN while not testing), well under
     # its threshold: not a detection by a residual that was never calm
-    e = np.array([m.data[0] for m in topic_messages(tmp_path / "bag", "/morphology_manager/detector")])
-    threshold = topic_messages(tmp_path / "bag", "/morphology_manager/detector")[0].data[1]
+    e = np.array([m.data[0] for m in topic_messages(tmp_path / "bag", "/whole_body_controller/detector")])
+    threshold = topic_messages(tmp_path / "bag", "/whole_body_controller/detector")[0].data[1]
     healthy = e[:int(0.85 * len(e))]
     assert np.isfinite(healthy).sum() > 200
     assert np.nanmedian(healthy) < 0.25 * threshold and np.nanpercentile(healthy, 99) < threshold
