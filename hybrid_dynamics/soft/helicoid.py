@@ -36,16 +36,18 @@ not given (also in the reproduction's JSON, ``choices``):
   tendon coordinates (C^2);
 - start: the stress-free straight pose at rest (Fig. 4a), so y(0) != y_d(0);
 - the PFBL in the equivalent form of ``soft/pfbl.py`` (no inverse map q(theta) needed);
-- integration: scipy's BDF: the damped LVP modes are stiff;
-- **horizon**: ``HORIZON`` = 0.7 s of tracking instead of the paper's 5.5 s (Figs. 5-7): from
-  the straight start scipy's BDF reaches 0.73 s in about 1 300 right-hand sides, then its step
-  collapses at 0.776 s (over a thousand right-hand sides without advancing), while the
-  unactuated bending coefficients grow (body 2's q3, q5 of Table 4 to 8 by 0.7 s and 9.3 at
-  0.776 s, |qdot| 20-34 1/s), the tensions pass 500 N (the equilibria need at most 353 N) and
-  M's condition number goes from 2e9 to 7e9. The output error follows
-  ``e'' + K_D e' + K_P e = 0`` up to there. Why the step collapses is not established: the
-  closed loop's frozen-time spectrum (:func:`closed_loop_eigenvalues`) stays within about
-  0.5 1/s of the imaginary axis along the way, which is its accuracy there.
+- integration: SUNDIALS CVODES (BDF, through CasADi: ``soft/cvodes.py``) with the approximate
+  closed-loop Jacobian of :func:`stiff_jacobian` (the damped LVP modes are stiff), reused up to
+  ``JACOBIAN_REUSE`` times while CVODES advances, rtol 1e-6, atol 1e-9;
+- **horizon**: the paper's 5.5 s (``HORIZON``, Figs. 5-7). scipy's BDF, given the same
+  right-hand side and Jacobian, stalls at 0.776 s (its step collapses: over a thousand
+  right-hand sides without advancing), which bounded the reproduction to 0.7 s before; CVODES
+  passes 0.776 s in a few hundred right-hand sides and the unactuated coordinates stay bounded
+  (body 2's Table 4 q3 peaks at -9.3 at 0.79 s and recedes; largest |q| over the 5.5 s about
+  10): the stall was scipy's, not the closed loop's. The large values of q3, q5 are Table 4's
+  scaling (``x3 q3`` with x3 in metres: q3 = 10 adds 0.5 rad to the body's tip angle); the
+  zero dynamics at the regulated equilibria, in physical terms (the load tangent and M on the
+  directions that keep y), have their lowest frequency at 11-13 Hz and decay at 12-14 1/s.
 """
 from __future__ import annotations
 
@@ -56,6 +58,7 @@ from typing import Callable, Dict, List
 import casadi as ca
 import numpy as np
 from scipy.interpolate import CubicSpline
+from scipy.linalg import null_space
 
 from hybrid_dynamics.soft.actuation import Actuation, Tendon
 from hybrid_dynamics.soft.joints import FixedJoint
@@ -73,7 +76,8 @@ PERIOD = 5.0
 CIRCLES = ((0.02, 0.08), (0.025, 0.15), (0.030, 0.24))          # (radius, height) of t_1d..t_3d
 KP, KD = 10.0, 1.0
 SAMPLES = 20
-HORIZON = 0.7             # s of tracking that the closed loop allows (module docstring)
+HORIZON = 5.5             # s of tracking, as in the paper (Figs. 5-7)
+JACOBIAN_REUSE = 20       # CVODES: the closed-loop Jacobian (0.6 s of CPU) reused up to 20 times (soft/cvodes.py)
 TIP_WEIGHT = 1e4          # N/m: the regulator's tip rows in newtons, like the statics rows
 VIA_POINTS = 6
 
@@ -203,13 +207,14 @@ def stiff_jacobian(model: Helicoid):
 
 
 def track(model: Helicoid, spline, duration: float, samples: int = 101, rtol: float = 1e-6,
-          atol: float = 1e-9) -> Dict[str, np.ndarray]:
-    """Closed loop from the straight pose at rest: PFBL with K_P = 10, K_D = 1."""
+          atol: float = 1e-9, method: str = "CVODES") -> Dict[str, np.ndarray]:
+    """Closed loop from the straight pose at rest: PFBL with K_P = 10, K_D = 1, integrated by
+    ``method`` (CVODES, or scipy's BDF, which stalls at 0.776 s: module docstring)."""
     tree, act = model.tree, model.actuation
     step = closed_loop(model, spline)
-    t, qs, vs = simulate(tree, tree.neutral(), np.zeros(tree.nv), duration, samples=samples, method="BDF",
+    t, qs, vs = simulate(tree, tree.neutral(), np.zeros(tree.nv), duration, samples=samples, method=method,
                          rtol=rtol, atol=atol, acceleration=lambda t, q, v: step(t, q, v)[1],
-                         jacobian=stiff_jacobian(model))
+                         jacobian=stiff_jacobian(model), jacobian_reuse=JACOBIAN_REUSE)
     coords = [act.coordinates(q, v) for q, v in zip(qs, vs)]
     return {"t": t, "q": qs, "v": vs, "y": np.array([c[0] for c in coords]),
             "yd": np.array([c[1] @ v for c, v in zip(coords, vs)]), "y_ref": spline(t), "yd_ref": spline(t, 1),
@@ -231,6 +236,25 @@ def closed_loop_eigenvalues(model: Helicoid, spline, t: float, q, v, eps: float 
         return np.concatenate([x[n:], step(t, x[:n], x[n:])[1]])
     J = np.column_stack([(rhs(z + eps * e) - rhs(z - eps * e)) / (2 * eps) for e in np.eye(2 * n)])
     return np.linalg.eigvals(J)
+
+
+def zero_dynamics_eigenvalues(model: Helicoid, q, u) -> np.ndarray:
+    """The eigenvalues of the zero dynamics linearised at the regulated equilibrium (q, u): the
+    motions that keep the tendon coordinates y [Pustina 2024, Sec. 7.1], dq = N z with N an
+    orthonormal basis of the null space of J_y, ``N^T M N z'' + N^T D N z' + N^T K N z = 0``
+    with K, D the tangents of the load ``h - A(q) u`` (:func:`load_tangent`: the tendons'
+    geometric stiffness at u in K). Independent of how the deformation is parametrised (the
+    generalized eigenvalues of the restricted M, D, K), unlike K's eigenvalues."""
+    zero = np.zeros(model.tree.nv)
+    M, _ = model.tree.mid(q, zero)
+    _, Jy, _ = model.actuation.coordinates(q, zero)
+    K, D = model.loads(q, zero, u)
+    N = null_space(Jy)
+    Mr = N.T @ M @ N
+    k = N.shape[1]
+    companion = np.block([[np.zeros((k, k)), np.eye(k)],
+                          [-np.linalg.solve(Mr, N.T @ K @ N), -np.linalg.solve(Mr, N.T @ D @ N)]])
+    return np.linalg.eigvals(companion)
 
 
 def error_prediction(t, e0, ed0) -> np.ndarray:

@@ -3,7 +3,8 @@
 Statics [Pustina 2024, Eq. (55)]: Newton-Raphson on ``g(q) + s(q, 0) = tau + A(q) u`` over
 chosen coordinates, with the exact tangent from the traced ID. Forward dynamics [Pustina 2024,
 Sec. 5.2]: ``qdd = M^-1 (tau - h)`` with (M, h) from one MID call, integrated by an explicit
-Runge-Kutta (scipy DOP853; BDF or Radau for stiff bodies) in (q, v) with qdot = G(q) v.
+Runge-Kutta (scipy DOP853; BDF or Radau for stiff bodies, or SUNDIALS CVODES through CasADi)
+in (q, v) with qdot = G(q) v.
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import casadi as ca
 import numpy as np
 from scipy.integrate import solve_ivp
 
+from hybrid_dynamics.soft import cvodes
 from hybrid_dynamics.soft.tree import SoftTree
 
 
@@ -23,9 +25,12 @@ def forward_dynamics(tree: SoftTree, q, v, tau) -> np.ndarray:
 
 def simulate(tree: SoftTree, q0, v0, duration: float, tau: Optional[Callable] = None,
              samples: int = 201, rtol: float = 1e-11, atol: float = 1e-12, method: str = "DOP853",
-             acceleration: Optional[Callable] = None, jacobian: Optional[Callable] = None):
+             acceleration: Optional[Callable] = None, jacobian: Optional[Callable] = None,
+             jacobian_reuse: int = 0):
     """(t, q(t), v(t)) from (q0, v0) under generalized forces tau(t, q, v) (default zero).
-    ``method``: a scipy ``solve_ivp`` method (an implicit one, BDF or Radau, for stiff bodies);
+    ``method``: a scipy ``solve_ivp`` method (an implicit one, BDF or Radau, for stiff bodies),
+    or ``"CVODES"`` (SUNDIALS' BDF through CasADi, :mod:`~hybrid_dynamics.soft.cvodes`; needs
+    ``jacobian``, reused up to ``jacobian_reuse`` times while the integrator advances);
     ``acceleration(t, q, v)`` replaces ``M^-1 (tau - h)`` (a closed loop that forms M and h
     itself); ``jacobian(t, q, v)``: d(qdot, vdot)/d(q, v), exact or approximate, for the
     implicit methods (default: scipy's finite differences)."""
@@ -38,6 +43,11 @@ def simulate(tree: SoftTree, q0, v0, duration: float, tau: Optional[Callable] = 
         return np.concatenate([tree.qdot(q, v), acceleration(t, q, v)])
     jac = None if jacobian is None else (lambda t, z: jacobian(t, z[:nq], z[nq:]))
     ts = np.linspace(0.0, duration, samples)
+    if method == "CVODES":
+        if jac is None:
+            raise ValueError("CVODES needs the Jacobian (jacobian=...)")
+        zs, _ = cvodes.integrate(rhs, jac, np.concatenate([q0, v0]), ts, rtol, atol, reuse=jacobian_reuse)
+        return ts, zs[:, :nq], zs[:, nq:]
     options = {} if jac is None else {"jac": jac}
     sol = solve_ivp(rhs, (0.0, duration), np.concatenate([q0, v0]), method=method,
                     t_eval=ts, rtol=rtol, atol=atol, **options)
