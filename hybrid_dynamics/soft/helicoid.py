@@ -43,8 +43,8 @@ not given (also in the reproduction's JSON, ``choices``):
   right-hand side and Jacobian, stalls at 0.776 s (its step collapses: over a thousand
   right-hand sides without advancing), which bounded the reproduction to 0.7 s before; CVODES
   passes 0.776 s in a few hundred right-hand sides and the unactuated coordinates stay bounded
-  (body 2's Table 4 q3 peaks at -9.3 at 0.79 s and recedes; largest |q| over the 5.5 s about
-  10): the stall was scipy's, not the closed loop's. The large values of q3, q5 are Table 4's
+  (body 2's Table 4 q3 peaks at -9.3 at 0.79 s and recedes; largest |q| over the 5.5 s
+  11.6): the stall was scipy's, not the closed loop's. The large values of q3, q5 are Table 4's
   scaling (``x3 q3`` with x3 in metres: q3 = 10 adds 0.5 rad to the body's tip angle); the
   zero dynamics at the regulated equilibria, in physical terms (the load tangent and M on the
   directions that keep y), have their lowest frequency at 11-13 Hz and decay at 12-14 1/s.
