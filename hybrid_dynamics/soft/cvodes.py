@@ -1,8 +1,7 @@
 """Stiff integration by SUNDIALS CVODES through CasADi: a right-hand side ``f(t, x)`` and a
 Jacobian ``J(t, x)`` (exact or approximate) written in Python, given to CVODES as CasADi
 callbacks (``casadi.integrator(..., "cvodes", ...)``: BDF of variable order 1-5, a modified
-Newton iteration on ``I - gamma J`` with its own error-weighted convergence test and Jacobian
-reuse).
+Newton iteration on ``I - gamma J`` with its own error-weighted convergence test).
 
 Why beside scipy's BDF: on Simulation 1's closed loop (docs/soft.md) scipy's BDF, given the
 same right-hand side and Jacobian, stalls at 0.776 s (its step collapses while the Newton
