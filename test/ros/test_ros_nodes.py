@@ -343,8 +343,8 @@ def test_timer_mode_missing_joints_and_stale_inputs(trigger):
             on_diag()
         ctrl._on_diag = spied
         g.start()
-        end = time.monotonic() + 3.0
-        while time.monotonic() < end and "leg2_tibia_joint" not in (ctrl.safe_mode or ""):
+        end = time.monotonic() + 10.0    # the probe may discover the controller after its first commands
+        while time.monotonic() < end and ("leg2_tibia_joint" not in (ctrl.safe_mode or "") or not probe.commands):
             src.publish_sample()
             time.sleep(0.005)
         assert "joints never received: leg2_tibia_joint" in (ctrl.safe_mode or "")
@@ -365,7 +365,8 @@ def test_timer_mode_missing_joints_and_stale_inputs(trigger):
         if trigger == "thread":           # every cycle ran in the loop's thread, none elsewhere
             assert ctrl.loop.running() and ctrl.loop.error is None
         assert gc.get_freeze_count() > 0      # the start-up objects out of the collector's reach
-        assert published_by.count("_cycle_locked") > 10 and set(published_by) <= {"_cycle_locked", "_on_diag_timer"}
+        # at least 0.5 s of cycles at a 0.05 s period: about 10 publications, half of them a safe bound
+        assert published_by.count("_cycle_locked") >= 5 and set(published_by) <= {"_cycle_locked", "_on_diag_timer"}
     finally:
         g.shutdown()
     assert gc.get_freeze_count() == 0         # and back when the graph is gone
