@@ -281,6 +281,7 @@ class WholeBodyControllerNode(BaseNode):
         self.cmd_msg.data = array.array("d", cycle.command.tobytes())
         self.cmd_pub.publish(self.cmd_msg)
         end = time.perf_counter()
+        self.stats.ran(start, end)
         if self._js_new:
             self.stats.add(end - self._js_perf, end - start)
             self._js_new = False

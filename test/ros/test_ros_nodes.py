@@ -365,6 +365,8 @@ def test_timer_mode_missing_joints_and_stale_inputs(trigger):
         if trigger == "thread":           # every cycle ran in the loop's thread, none elsewhere
             assert ctrl.loop.running() and ctrl.loop.error is None
         assert gc.get_freeze_count() > 0      # the start-up objects out of the collector's reach
+        # every cycle's span on the timeline `bench pipeline` explains its misses from
+        assert ctrl.stats.runs > 10 and abs(ctrl.stats.runs - ctrl.cycles) <= 1
         # at least 0.5 s of cycles at a 0.05 s period: about 10 publications, half of them a safe bound
         assert published_by.count("_cycle_locked") >= 5 and set(published_by) <= {"_cycle_locked", "_on_diag_timer"}
     finally:
