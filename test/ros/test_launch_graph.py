@@ -17,6 +17,7 @@ import yaml
 from sensor_msgs.msg import JointState
 
 from hybrid_dynamics.control.locomotion import LocomotionPlanner
+from hybrid_dynamics.estimation.damage_detector import DamageDetectorConfig
 from hybrid_dynamics.model.morphology import Morphology, MorphologyMap
 from hybrid_dynamics.model.robot import load_robot
 from hybrid_dynamics.ros import launch_graph
@@ -251,7 +252,10 @@ def test_sim_launch_s1_undeclared_detected_with_the_right_legs(install, tmp_path
     assert legs == {"leg3", "leg4"}, watch.evidence
     assert watch.damaged_at is not None and 0.0 < first - watch.damaged_at < 0.5, (watch.damaged_at, watch.evidence)
     for e in watch.evidence:                              # the evidence says what convicted
-        assert e["residual"] > e["threshold"] and e["above_for_s"] > 0 and e["samples"] >= 3
+        # the detector's own minimum of calls above threshold: fewer on a fall's short evidence
+        rules = DamageDetectorConfig()
+        least = rules.falling_min_samples if e.get("falling") else rules.min_samples
+        assert e["residual"] > e["threshold"] and e["above_for_s"] > 0 and e["samples"] >= least, e
     assert watch.morphologies[-1]["description"] == "leg3 removed; leg4 removed", watch.morphologies
     speed, allowed = watch.speed(watch.damaged_at + 1.0, duration), four_leg_speed()
     print(f"\nS1 undeclared: {sorted(legs)} detected {first - watch.damaged_at:.3f} s after the plant's damage; "
