@@ -48,23 +48,26 @@ N_PARAMS = 19
 (DYN, CONTACT, TORQUE, JOINT, JF_FROM_J6) = (0, 2, 4, 6, 8)
 NO_FEET = (np.zeros(0, np.intp), np.zeros(0, np.intp), np.zeros((0, 3, 3)))
 Z3 = np.zeros(3)
+Z33 = np.zeros((3, 3))
 R_NONE = np.eye(3)
 R_NONE.setflags(write=False)
 
 
 @njit(void(F2, F2, F1, F2, F1, F1, F2, F1, F1, F2, I1, I1, I1, B1, I1, I1, I1, I1, I1, I1, F1, F2, F1,
            F2, F1, F3, F2, F2, F1, F1, F1, F1,
-           F1, F1, F1, F1, F1, F1, RO2, F1, F1, F1, I1, I1, F3), cache=True)
+           F2, F1, F1, RO2, RO2, F1, F1, F1, I1, I1, F3), cache=True)
 def fill_cycle(H, H_const, g, A, b_lo, b_hi, C, l, u, Jf, blocks, included, included_rows, included_stance,
                unactuated, act, free, q_idx, v_cols, f_cols, params, limits, gravity,
                M, h, J6, drift, frame_p, v, q, q_joints, v_joints,
-               com_position, com_velocity_ref, com_acceleration, com, com_velocity, e, R, w_ref, dw_ref, q_ref,
+               com_target, com, com_velocity, R_ref, R, w_ref, dw_ref, q_ref,
                feet, feet_rows, feet_reference):
     """The cycle's ``H, g`` (the constant Hessian plus each covered task's terms, in the
     formulation's task order) and the covered constraints' rows, from the model update's
     arrays (``M, h``, the contact frames' ``J6``, ``drift``, positions, ``v``, ``q``).
     ``limits`` rows: q_min, q_max, v_max, tau_max of the actuated joints; ``q_joints`` and
-    ``v_joints`` are written (``q[q_idx]``, ``v[v_cols]``)."""
+    ``v_joints`` are written (``q[q_idx]``, ``v[v_cols]``). The references: ``com_target`` the
+    CoM target's position, velocity and acceleration (rows, ``Target.stack``), ``R_ref`` the
+    base orientation target's rotation (the error ``log(R_ref R^T)`` is computed here)."""
     H[:, :] = H_const
     g[:] = 0.0
     n = v.shape[0]
@@ -79,10 +82,10 @@ def fill_cycle(H, H_const, g, A, b_lo, b_hi, C, l, u, Jf, blocks, included, incl
         q_joints[k] = q[q_idx[k]]
         v_joints[k] = v[v_cols[k]]
     if params[COM] != 0.0 and f_cols.shape[0]:
-        kernels.com_gradient(g, f_cols, com_acceleration, com_position, com_velocity_ref, com, com_velocity,
+        kernels.com_gradient(g, f_cols, com_target[2], com_target[0], com_target[1], com, com_velocity,
                              gravity, params[COM_KP], params[COM_KD], params[COM_SCALE])
     if params[ORIENTATION] != 0.0:
-        kernels.orientation_gradient(g, e, R, v, w_ref, dw_ref, params[ORI_W], params[ORI_KP], params[ORI_KD])
+        kernels.orientation_gradient(g, R_ref, R, v, w_ref, dw_ref, params[ORI_W], params[ORI_KP], params[ORI_KD])
     if params[POSTURE] != 0.0:
         kernels.posture_gradient(g, v_cols, q_ref, q_joints, v_joints, params[POSTURE_WKP], params[POSTURE_WKD])
     if params[FORCE_SHARE] != 0.0 and f_cols.shape[0]:
@@ -116,7 +119,7 @@ C1, C2, CI = float64[::1], float64[:, ::1], intp[::1]     # the solver's (C-cont
 def fill_and_solve(H, H_const, g, A, b_lo, b_hi, C, l, u, Jf, blocks, included, included_rows, included_stance,
                    unactuated, act, free, q_idx, v_cols, f_cols, params, limits, gravity,
                    M, h, J6, drift, frame_p, v, q, q_joints, v_joints,
-                   com_position, com_velocity_ref, com_acceleration, com, com_velocity, e, R, w_ref, dw_ref, q_ref,
+                   com_target, com, com_velocity, R_ref, R, w_ref, dw_ref, q_ref,
                    feet, feet_rows, feet_reference, warm, max_iter, tol, x, sides, H_last, Jt_last, tau):
     """:func:`fill_cycle`, then (bounds not crossed) the dual active-set solve of the problem it
     wrote (:func:`~hybrid_dynamics.control.solvers.dual_active_set.solve`: ``warm`` to
@@ -128,7 +131,7 @@ def fill_and_solve(H, H_const, g, A, b_lo, b_hi, C, l, u, Jf, blocks, included, 
     fill_cycle(H, H_const, g, A, b_lo, b_hi, C, l, u, Jf, blocks, included, included_rows, included_stance,
                unactuated, act, free, q_idx, v_cols, f_cols, params, limits, gravity,
                M, h, J6, drift, frame_p, v, q, q_joints, v_joints,
-               com_position, com_velocity_ref, com_acceleration, com, com_velocity, e, R, w_ref, dw_ref, q_ref,
+               com_target, com, com_velocity, R_ref, R, w_ref, dw_ref, q_ref,
                feet, feet_rows, feet_reference)
     if kernels.crossed(l, u):
         return 0, das.CROSSED, 0, 0.0, False
@@ -226,13 +229,10 @@ class CyclePlan:
             np.concatenate([st.Jp[i] for i in lay.included], out=lay.Jf)
         st.q_joints, st.v_joints = self.q_joints, self.v_joints
         c = refs.com if self.com is not None else None
-        if c is None:
-            c_args = (Z3, Z3, Z3)
-        else:
-            c_args = (c.position, c.velocity, c.acceleration)
+        com_target = Z33 if c is None else c.stack
         if self.orientation is not None:
             o = refs.base_orientation
-            o_args = (self.orientation.error(st, refs), st.base_rotation, o.angular_velocity,
+            o_args = (o.rotation(), st.base_rotation, o.angular_velocity,
                       o.angular_acceleration)
         else:
             o_args = (Z3, R_NONE, Z3, Z3)
@@ -243,7 +243,7 @@ class CyclePlan:
             forces = bool(refs.forces)
             self.params[FORCE_SHARE] = 0.0 if forces else self.share
         args = (*self.static, st.M, st.h, st.J6_stack, st.drift_stack, st.frame_p, st.v_m, q,
-                self.q_joints, self.v_joints, *c_args, st.com, st.com_velocity, *o_args, q_ref, *feet)
+                self.q_joints, self.v_joints, com_target, st.com, st.com_velocity, *o_args, q_ref, *feet)
         if defer and self.whole and not forces:
             return FILL_AND_SOLVE, args
         FILL_CYCLE(*args)

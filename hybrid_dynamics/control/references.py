@@ -41,16 +41,29 @@ def _vec(x, n=3) -> np.ndarray:
     return a
 
 
+_ROWS = {"position": 0, "velocity": 1, "acceleration": 2}
+
+
 @dataclass
 class Target:
-    """A point target: position with feed-forward velocity and acceleration (world frame)."""
+    """A point target: position with feed-forward velocity and acceleration (world frame).
+    The three are the rows of one float (3, 3) array, :attr:`stack` (a value set is copied
+    into its row), so that the compiled cycle gathers a target in one copy, or reads it as one
+    argument (control/assembly.py, tasks/swing_foot.py)."""
     position: np.ndarray
     velocity: np.ndarray = None
     acceleration: np.ndarray = None
 
     def __setattr__(self, name, value):
-        # a float (3,) array whenever set: the compiled cycle reads it unchecked (control/assembly.py)
-        object.__setattr__(self, name, _vec(value))
+        # a float (3,) row of the stack whenever set: the compiled cycle reads it unchecked
+        row = _ROWS.get(name)
+        if row is None:
+            return object.__setattr__(self, name, value)
+        stack = self.__dict__.get("stack")
+        if stack is None:
+            stack = self.__dict__["stack"] = np.zeros((3, 3))
+        stack[row] = _vec(value)
+        self.__dict__[name] = stack[row]
 
 
 _RATES = ("angular_velocity", "angular_acceleration")
@@ -68,6 +81,7 @@ class OrientationTarget:
         qt = np.asarray(self.quaternion, dtype=float).reshape(4)
         self.quaternion = qt / np.linalg.norm(qt)
         self._R = self._matrix()
+        self._R.setflags(write=False)       # read-only: the compiled cycle's type for it (control/assembly.py)
 
     def __setattr__(self, name, value):
         # the rates: a float (3,) array whenever set, the compiled cycle reads them unchecked

@@ -173,11 +173,29 @@ def test_orientation_gradient(rng):
     weight, kp, kd = 100.0, 100.0, 20.0
     g0 = rng.standard_normal(12)
     g = g0.copy()
+    kernels.orientation_gradient(g, R_ref, R, v, w_ref, a_ref, weight, kp, kd)
     e = pin.log3(R_ref @ R.T)
-    kernels.orientation_gradient(g, e, R, v, w_ref, a_ref, weight, kp, kd)
     a_des = a_ref + kp * e + kd * (w_ref - R @ v[3:6])
     g0[3:6] -= weight * (R.T @ a_des)
     close(g, g0)
+
+
+@pytest.mark.parametrize("angle", [0.0, 1e-9, 1e-6, 1e-3, 0.3, 1.5, 3.0, np.pi - 1e-3, np.pi - 1e-7, np.pi])
+def test_log3_of_product_is_pinocchios(rng, angle):
+    """The compiled ``log(R_ref R^T)`` against ``pin.log3``: at random rotations, near the
+    identity (its series) and near pi (the singular branch within precision<2> of pi)."""
+    R = rotation(rng)
+    axis = rng.standard_normal(3)
+    axis /= np.linalg.norm(axis)
+    for near, R_ref in ((False, rotation(rng)), (True, pin.exp3(angle * axis) @ R)):
+        e = np.empty(3)
+        kernels.log3_of_product(e, R_ref, R)
+        ref = pin.log3(R_ref @ R.T)
+        # near pi both signs of the axis are the same rotation: compare the rotations there
+        err = np.abs(e - ref).max() if np.pi - np.linalg.norm(ref) > 1e-3 else np.abs(pin.exp3(e) - pin.exp3(ref)).max()
+        assert err <= 1e-12 * max(1.0, np.abs(ref).max()) or (np.pi - np.linalg.norm(ref) <= 1e-3 and err <= 1e-9)
+        if near and angle < 1.0:
+            assert np.abs(e - angle * axis).max() <= 1e-12
 
 
 def test_point_jacobians(rng):

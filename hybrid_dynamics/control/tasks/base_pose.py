@@ -13,7 +13,6 @@ Hessian block is ``w I`` (constant). Orientation error ``e = log(R_ref R^T)`` (w
 from __future__ import annotations
 
 import numpy as np
-import pinocchio as pin
 
 from .. import kernels
 from .base import Task
@@ -47,13 +46,7 @@ class BaseOrientationTask(Task):
     def add_hessian(self, H, layout) -> None:
         H[3:6, 3:6] += self.weight * np.eye(3)
 
-    @staticmethod
-    def error(state, refs) -> np.ndarray:
-        """``e = log(R_ref R^T)`` (world; ``np.dot``: the same BLAS product as ``@`` for 3 x 3,
-        0.4 us less dispatch)."""
-        return pin.log3(np.dot(refs.base_orientation.rotation(), state.base_rotation.T))
-
     def add_gradient(self, g, state, layout, refs) -> None:
         t = refs.base_orientation
-        kernels.orientation_gradient(g, self.error(state, refs), state.base_rotation, state.v_m, t.angular_velocity,
+        kernels.orientation_gradient(g, t.rotation(), state.base_rotation, state.v_m, t.angular_velocity,
                                      t.angular_acceleration, self.weight, self.kp, self.kd)

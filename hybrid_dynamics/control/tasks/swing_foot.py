@@ -46,10 +46,7 @@ class SwingFootTask(Task):
             return None
         index, nrows, reference, frames = buf
         for j, frame in enumerate(frames):
-            t = targets[frame]
-            reference[j, 0] = t.position
-            reference[j, 1] = t.velocity
-            reference[j, 2] = t.acceleration
+            reference[j] = targets[frame].stack
         return index, nrows, reference
 
     def add(self, H, g, state, layout, refs) -> None:
