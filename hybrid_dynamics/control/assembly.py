@@ -144,7 +144,7 @@ def fill_and_solve(H, H_const, g, A, b_lo, b_hi, C, l, u, Jf, blocks, included, 
     return k, status, iterations, residual, finite
 
 
-# The two calls' compiled entry points: the dispatcher's type resolution of their 45 and 53
+# The two calls' compiled entry points: the dispatcher's type resolution of their 43 and 51
 # arguments cost about 3 us a cycle (solo12 walking), while every argument's type is fixed by
 # the plan and the formulation's state (arrays made here and in control/formulation.py; the
 # references' vectors are float (3,) arrays whenever set, control/references.py). The same
