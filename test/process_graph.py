@@ -148,9 +148,9 @@ class Watch:
     clock: float = -1.0
     positions: List[tuple] = field(default_factory=list)        # (t, x, y, z) of the true base
     morphologies: List[dict] = field(default_factory=list)       # (published YAML + 't': clock at receipt)
-    evidence: List[dict] = field(default_factory=list)           # morphology_manager/detector/evidence
+    evidence: List[dict] = field(default_factory=list)           # whole_body_controller/detections' evidence
     damaged_at: Optional[float] = None                           # plant time of its damage (its report's t)
-    statistic: List[float] = field(default_factory=list)         # morphology_manager/detector |e| (NaN: not testing)
+    statistic: List[float] = field(default_factory=list)         # whole_body_controller/detector |e| (NaN: not testing)
     threshold: float = float("nan")
     controller: List[tuple] = field(default_factory=list)        # (t, {key: value}) of its /diagnostics
     wall: List[tuple] = field(default_factory=list)              # (wall s, clock) at each /clock received
@@ -187,7 +187,7 @@ class Watch:
 
 class Observer:
     """An rclpy node in this process: commands /cmd_vel, declares damage, records what the
-    graph does (ground truth, morphology, detector evidence)."""
+    graph does (ground truth, morphology, the evidence of the detector in the controller's cycle)."""
 
     def __init__(self):
         self.context = rclpy.Context()                 # our own: other tests may hold the default
@@ -199,9 +199,9 @@ class Observer:
         n.create_subscription(Clock, "/clock", self._on_clock, 10)
         n.create_subscription(Odometry, "/sim/ground_truth/odometry", self._on_truth, 10)
         n.create_subscription(String, "/morphology_manager/morphology", self._on_morphology, LATCHED)
-        n.create_subscription(String, "/morphology_manager/detector/evidence", self._on_evidence, EVIDENCE)
+        n.create_subscription(String, "/whole_body_controller/detections", self._on_detections, EVIDENCE)
         n.create_subscription(String, "/sim/ground_truth/morphology", self._on_plant_damage, LATCHED)
-        n.create_subscription(Float64MultiArray, "/morphology_manager/detector", self._on_statistic, EVIDENCE)
+        n.create_subscription(Float64MultiArray, "/whole_body_controller/detector", self._on_statistic, EVIDENCE)
         n.create_subscription(DiagnosticArray, "/diagnostics", self._on_diagnostics, EVIDENCE)
         self.cmd_pub = n.create_publisher(Twist, "/cmd_vel", 10)
         self.declare_damage = n.create_publisher(String, "/morphology_manager/damage", 10)
@@ -246,8 +246,9 @@ class Observer:
         self.watch.statistic.append(float(msg.data[0]))
         self.watch.threshold = float(msg.data[1])
 
-    def _on_evidence(self, msg: String) -> None:
-        self.watch.evidence.append(yaml.safe_load(msg.data))
+    def _on_detections(self, msg: String) -> None:
+        """The controller's detections (its ``detector: true``): the evidence of each."""
+        self.watch.evidence.extend(yaml.safe_load(msg.data)["detections"])
 
     def wait_until(self, t_sim: float, wall_timeout: float, graph: Optional[ProcessGraph] = None) -> None:
         """Block until the simulated clock reaches ``t_sim`` (a node that exits fails at once)."""

@@ -74,8 +74,8 @@ takes its servo with it; the plant freezes the encoders of lost joints, see sim/
 
 **Deciding on time-consistent inputs only.** The observer integrates ``tau`` over the
 interval since the previous call, so every call must carry the state, the torques and the
-planned stance *of one instant*, and the calls must follow each other closely (the node
-pairs them by stamp: runtime/detector_inputs.py). An interval longer than ``max_gap`` (a dropped
+planned stance *of one instant*, and the calls must follow each other closely (the control
+cycle gives it its own: runtime/detection.py). An interval longer than ``max_gap`` (a dropped
 or late message) is not integrated: the observer holds its residual across it, the evidence
 gathered so far is discarded and nothing is decided for ``resync``. Nothing is decided for
 ``startup_grace`` after the first call either, nor until ``|e|`` has then stayed under half

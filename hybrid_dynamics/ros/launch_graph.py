@@ -50,19 +50,23 @@ def robot_description(robot: str) -> str:
 
 def bringup(robot: str, parameter_file: str, use_sim_time: bool, gait: bool, lockstep: bool = False,
             with_description: bool = True) -> List[NodeLaunch]:
-    """bringup.launch.py: estimator, controller, morphology manager, robot_state_publisher.
-    ``gait``: the controller walks at /cmd_vel, the estimator takes the stance it plans and
-    the morphology manager runs the damage detector on it. ``lockstep``: one control cycle
-    per joint state (``trigger: joint_states``), for a plant that waits for each command.
+    """bringup.launch.py: estimator, controller, morphology manager, robot_state_publisher;
+    the node graph ``hybrid-dynamics demo`` runs in one process (ros/scenario.py). ``gait``:
+    the controller walks at /cmd_vel, the estimator takes the stance it plans, and on a serial
+    robot the damage detector runs in the controller's cycle (``detector: true``,
+    runtime/detection.py; the morphology manager applies its ``~/detections``); a closed chain
+    walks without it (the controller refuses it there). ``lockstep``: one control cycle per
+    joint state (``trigger: joint_states``), for a plant that waits for each command.
     ``with_description`` False leaves robot_state_publisher out (it is not a Python package:
     the harness cannot start it)."""
     common = (parameter_file, {"robot": robot, "use_sim_time": use_sim_time})
-    control = {"gait": gait, **({"trigger": "joint_states"} if lockstep else {})}
+    detector = gait and load_robot(robot).loops is None
+    control = {"gait": gait, "detector": detector, **({"trigger": "joint_states"} if lockstep else {})}
     nodes = [
         NodeLaunch(PACKAGE, "state_estimator", "state_estimator",
                    common + ({"stance_topic": "/whole_body_controller/cycle" if gait else ""},)),
         NodeLaunch(PACKAGE, "whole_body_controller", "whole_body_controller", common + (control,)),
-        NodeLaunch(PACKAGE, "morphology_manager", "morphology_manager", common + ({"detector": gait},)),
+        NodeLaunch(PACKAGE, "morphology_manager", "morphology_manager", common),
     ]
     if with_description:
         nodes.append(NodeLaunch("robot_state_publisher", "robot_state_publisher", "robot_state_publisher",

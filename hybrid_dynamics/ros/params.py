@@ -159,19 +159,10 @@ MORPHOLOGY_MANAGER: Spec = {
     **COMMON,
     "damage": Param("", "a damage event in YAML (schema: hybrid_dynamics.model.damage_events); setting it "
                         "applies it"),
-    "joint_states_topic": Param("/joint_states", "for automatic detection and lock angles"),
+    "joint_states_topic": Param("/joint_states", "for silent-joint detection and lock angles"),
     "auto_detect": Param(True, "a joint not reported (or reported NaN) for detect_timeout removes "
                                "its links from the leg"),
     "detect_timeout": Param(0.5, "s", (1e-3, 3600.0)),
-    "detector": Param(False, "momentum-observer damage detection (estimation/damage_detector.py) on "
-                             "the state estimator's output, the measured efforts and the controller's "
-                             "planned stance (whole_body_controller/cycle)"),
-    **config_group("damage_detector", DamageDetectorConfig),
-    "odometry_topic": Param("/state_estimator/odometry", "estimated base (for the detector)"),
-    "joint_states_full_topic": Param("/state_estimator/joint_states_full", "estimated joints (for the detector)"),
-    "cycle_topic": Param("/whole_body_controller/cycle", "the controller's cycle record (planned stance)"),
-    "imu_topic": Param("/imu_sensor_broadcaster/imu", "sensor_msgs/Imu in (the detector's fall monitor)"),
-    **config_group("fall_monitor", FallMonitorConfig),
     "detections_topic": Param("/whole_body_controller/detections", "detections made in the controller's cycle "
                                                                    "(its detector: true), applied as they come"),
 }

@@ -80,6 +80,10 @@ class WholeBodyControllerNode(BaseNode):
         if trigger == "thread" and self.get_parameter("use_sim_time").value:
             raise InputError("trigger 'thread' keeps its deadlines on the steady clock: under use_sim_time "
                              "use 'joint_states' (lock-step) or 'timer'", field="trigger")
+        if self.p["detector"] and self.robot.loops is not None:
+            raise InputError(f"detector: true on {self.robot.name}, a closed-chain robot: the momentum observer's "
+                             "model has no loop closures, so the passive joints' constraint forces would read "
+                             "as damage", field="detector")
         self.pipeline = Pipeline(self.robot, self.p)
         self.state, self.control = self.pipeline.state, self.pipeline.control
         self.lockstep = trigger == "joint_states"

@@ -36,7 +36,6 @@ TOPICS: Dict[str, str] = {
     "/whole_body_controller/detections": "std_msgs/msg/String",
     "/morphology_manager/morphology": "std_msgs/msg/String",
     "/morphology_manager/damage": "std_msgs/msg/String",
-    "/morphology_manager/detector": "std_msgs/msg/Float64MultiArray",
     "/sim/ground_truth/odometry": "nav_msgs/msg/Odometry",
     "/sim/ground_truth/joint_states": "sensor_msgs/msg/JointState",
     "/sim/ground_truth/contact_forces": "std_msgs/msg/Float64MultiArray",

@@ -34,8 +34,7 @@ class _LogReader:
             "/state_estimator/odometry": self.estimate,
             "/sim/ground_truth/contact_forces": self.contact_forces,
             "/whole_body_controller/cycle": self.cycle,
-            "/morphology_manager/detector": self.detector,
-            "/whole_body_controller/detector": self.detector,      # the detector in the control cycle
+            "/whole_body_controller/detector": self.detector,
             "/sim/ground_truth/morphology": self.damage,
             "/morphology_manager/morphology": self.morphology,
         }

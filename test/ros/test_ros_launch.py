@@ -86,13 +86,14 @@ def test_bringup_starts_the_nodes_with_the_robot_config(fake_launch):
                 assert Path(p).is_file(), p
                 assert "whole_body_controller" in yaml.safe_load(Path(p).read_text())
     # standing by default; gait:=true walks at /cmd_vel with the planned stance and the detector
-    assert {"gait": False} in names["whole_body_controller"]["parameters"]
+    # in the controller's cycle, the node graph of the one-process demo (ros/scenario.py)
+    assert {"gait": False, "detector": False} in names["whole_body_controller"]["parameters"]
     fake_launch.clear()
     opaque[0][1]({"robot": "jethexa", "gait": "true"})
     names = {n["name"]: n for n in fake_launch}
-    assert {"gait": True} in names["whole_body_controller"]["parameters"]
+    assert {"gait": True, "detector": True} in names["whole_body_controller"]["parameters"]
     assert {"stance_topic": "/whole_body_controller/cycle"} in names["state_estimator"]["parameters"]
-    assert {"detector": True} in names["morphology_manager"]["parameters"]
+    assert not any("detector" in p for p in names["morphology_manager"]["parameters"] if isinstance(p, dict))
     from hybrid_dynamics.ros import params as P
     for node in ("whole_body_controller", "state_estimator", "morphology_manager"):
         for p in names[node]["parameters"]:
@@ -101,6 +102,16 @@ def test_bringup_starts_the_nodes_with_the_robot_config(fake_launch):
     rsp = names["robot_state_publisher"]
     assert "<robot" in rsp["parameters"][0]["robot_description"]
     assert ("joint_states", "/state_estimator/joint_states_full") in rsp["remappings"]
+
+
+def test_a_closed_chain_walks_without_the_detector(fake_launch):
+    """gait:=true on hybrid_biped (closed linkages): the controller walks without the
+    detector, which it would refuse there (its model has no loop closures)."""
+    desc = runpy.run_path(str(REPO / "launch" / "bringup.launch.py"))["generate_launch_description"]()
+    opaque = next(e for e in desc if isinstance(e, tuple) and e[0] == "opaque")
+    opaque[1]({"robot": "hybrid_biped", "gait": "true"})
+    names = {n["name"]: n for n in fake_launch}
+    assert {"gait": True, "detector": False} in names["whole_body_controller"]["parameters"]
 
 
 def test_sim_includes_bringup_plus_simulator_and_rviz(fake_launch):

@@ -377,6 +377,15 @@ def test_timer_mode_missing_joints_and_stale_inputs(trigger):
         assert ctrl.cycles > 0 and ctrl.cycles == ctrl.loop.cycles
 
 
+def test_controller_refuses_the_detector_on_a_closed_chain():
+    """The momentum observer's model has no loop closures: on hybrid_biped the passive joints'
+    constraint forces would read as damage. The node refuses ``detector: true`` there (the
+    demo and the launch files never ask for it; a user's parameter file might)."""
+    with pytest.raises(InputError, match="closed-chain") as err:
+        Graph("hybrid_biped", nodes=("whole_body_controller",), params={"whole_body_controller": {"detector": True}})
+    assert err.value.field == "detector" and "hybrid_biped" in str(err.value)
+
+
 def test_thread_trigger_refuses_simulated_time():
     with pytest.raises(InputError, match="use_sim_time"):
         Graph(ROBOT, nodes=("whole_body_controller",),
