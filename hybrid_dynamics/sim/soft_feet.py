@@ -36,34 +36,41 @@ def _quat_wxyz(R: np.ndarray) -> list:
 
 def add_equivalent_pads(spec: "mujoco.MjSpec", robot) -> list:
     """Add every pad of ``robot.soft_modules`` to ``spec``; the names of the joints added (the
-    soft coordinates, in the order of soft.coordinates.coordinate_names)."""
+    soft coordinates, in the order of soft.coordinates.coordinate_names). A module hung from
+    another soft module (``parent:``) hangs from that pad's distal half, at its distal face
+    (the tip: ``L / 2`` from the mid-length joints along the half's axis, plus the change of
+    length), as the soft tree hangs it from the parent's distal frame."""
     added = []
+    tips: dict = {}                 # module name -> (its distal half, the face's offset in it)
     roots = list(dict.fromkeys(s.root for s in robot.soft_modules))
     for root in roots:
         for s in (s for s in robot.soft_modules if s.root == root):
-            added.extend(_add_pad(spec, robot, s))
+            added.extend(_add_pad(spec, robot, s, tips))
     return added
 
 
-def _add_pad(spec, robot, s) -> list:
+def _add_pad(spec, robot, s, tips: dict) -> list:
     body = s.block["body"]
-    if body.get("type") != "cc" or s.joint["type"] != "fixed" or s.frame is None:
+    if body.get("type") != "cc" or s.joint["type"] != "fixed":
         raise InputError(f"soft module '{s.name}': MuJoCo's equivalent model covers constant-curvature "
-                         "pads on a fixed joint hung from a frame", file=str(robot.manifest), field="soft_modules")
-    site = spec.site(s.frame)
-    if site is None:
-        raise InputError(f"soft module '{s.name}': no site '{s.frame}' in the MJCF {robot.mjcf}",
-                         file=str(robot.manifest), field="soft_modules")
+                         "pads on a fixed joint", file=str(robot.manifest), field="soft_modules")
     L, r, rho = float(body["length"]), float(body["radius"]), float(body["density"])
     E, eta = float(body.get("youngs_modulus", 0.0)), float(body.get("damping_time", 0.0))
     area, second = np.pi * r ** 2, np.pi * r ** 4 / 4
     half = rho * area * L / 2
     k_bend, k_axial = E * second / L, E * area / L
-    # the pad's root frame in the site's body: site pose then the module's joint placement
-    R_site = pin.Quaternion(site.quat[0], *site.quat[1:]).toRotationMatrix()
     P = pin.SE3(pin.rpy.rpyToMatrix(*s.joint.get("rpy", [0, 0, 0])), np.array(s.joint.get("xyz", [0, 0, 0]), float))
-    placed = pin.SE3(R_site, np.array(site.pos, float)) * P
-    parent = site.parent
+    if s.parent is not None:        # the parent pad's distal face, then the module's joint placement
+        parent, face = tips[s.parent]
+        placed = pin.SE3(np.eye(3), face) * P
+    else:                           # the site's pose in its body, then the module's joint placement
+        site = spec.site(s.frame)
+        if site is None:
+            raise InputError(f"soft module '{s.name}': no site '{s.frame}' in the MJCF {robot.mjcf}",
+                             file=str(robot.manifest), field="soft_modules")
+        R_site = pin.Quaternion(site.quat[0], *site.quat[1:]).toRotationMatrix()
+        placed = pin.SE3(R_site, np.array(site.pos, float)) * P
+        parent = site.parent
     root = parent.add_body(name=f"{s.name}_root", pos=placed.translation.tolist(), quat=_quat_wxyz(placed.rotation))
     inertia = [half * (3 * r ** 2 + (L / 2) ** 2) / 12] * 2 + [half * r ** 2 / 2]
     root.add_geom(type=mujoco.mjtGeom.mjGEOM_CAPSULE, size=[0.8 * r, L / 4, 0], pos=[0, 0, L / 4],
@@ -86,13 +93,14 @@ def _add_pad(spec, robot, s) -> list:
         names.append(name)
     tip.add_geom(type=mujoco.mjtGeom.mjGEOM_CAPSULE, size=[0.8 * r, L / 4, 0], pos=[0, 0, L / 4],
                  contype=0, conaffinity=0, rgba=[0.2, 0.6, 0.9, 1], mass=0)
-    # the contact sphere moves from the rigid foot to the pad's tip (same name: contact forces
-    # stay keyed by the foot)
-    foot = spec.geom(s.frame)
+    tips[s.name] = (tip, np.array([0.0, 0.0, L / 2]))
+    # the contact sphere moves from the rigid foot to the tip of the pad that carries the
+    # contact (same name: contact forces stay keyed by the foot)
+    foot = spec.geom(s.root) if s.has_contact else None
     if foot is not None:
         size, rgba, contype, conaff = list(foot.size), list(foot.rgba), foot.contype, foot.conaffinity
         spec.delete(foot)
-        tip.add_geom(name=s.frame, type=mujoco.mjtGeom.mjGEOM_SPHERE, size=size, pos=[0, 0, L / 2],
+        tip.add_geom(name=s.root, type=mujoco.mjtGeom.mjGEOM_SPHERE, size=size, pos=[0, 0, L / 2],
                      rgba=rgba, contype=contype, conaffinity=conaff)
     tip.add_site(name=f"{s.name}_contact", pos=[0, 0, L / 2])
     return names

@@ -41,6 +41,7 @@ from hybrid_dynamics.errors import InputError
 from hybrid_dynamics.soft.bodies import RigidBody
 from hybrid_dynamics.soft.joints import FreeFlyerJoint
 from hybrid_dynamics.soft.compiled import compiled
+from hybrid_dynamics.soft.kinematics import symbolic_points
 from hybrid_dynamics.soft.module import Module
 from hybrid_dynamics.soft.spec import build_module
 from hybrid_dynamics.soft.symbolic import skew
@@ -71,8 +72,7 @@ class _LeafTree:
         self.ns = tree.nv - 6
         self.compiled = False
         self._maps: Dict[int, Tuple[ca.Function, Optional[ca.Function], ca.Function]] = {}
-        self.shapes = {i: self._shape_function(tree.modules[i]) for i in range(1, len(tree.modules))
-                       if tree.modules[i].parent == "root"}
+        self.shape, self.shape_counts = self._shape_function(tree)
 
     @staticmethod
     def _point_function(module: Module, x: np.ndarray) -> ca.Function:
@@ -93,15 +93,20 @@ class _LeafTree:
                            [R @ r, R @ ca.horzcat(ca.SX.eye(3), -skew(r)), R @ Jr, bias])
 
     @staticmethod
-    def _shape_function(module: Module) -> ca.Function:
-        """q_m -> the body's centreline (rods: 7 points x3 = 0..L) or its joint-frame origin,
-        3 x k in the root frame: what rviz draws of the module."""
-        qm = ca.SX.sym("q", module.nq)
-        length = getattr(module.body, "length", 0.0)
-        xs = np.array([[0.0, 0.0, s] for s in np.linspace(0.0, length, 7 if length else 1)])
-        RJ, tJ = module.joint.transform(qm[:module.joint.nq])
-        points = module.body.map_points(xs, qm[module.joint.nq:])
-        return ca.Function("leaf_shape", [qm], [ca.horzcat(*[tJ + RJ @ p for p in points])])
+    def _shape_function(tree: SoftTree) -> Tuple[ca.Function, List[int]]:
+        """(q of the modules: the tree's q after its root's pose -> every module's centreline
+        (rods: 7 points, x3 = 0..L) or its reference point, 3 x k in the root frame F, through
+        the tree's own poses (a module hung from another soft module follows its deformation):
+        what rviz draws; the number of points of each module, in tree order)."""
+        qs = ca.MX.sym("q", tree.nq - 7)
+        q = ca.vertcat(ca.DM([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0]), qs)     # F itself: the identity pose
+        points, counts = [], []
+        for m in tree.modules[1:]:
+            length = getattr(m.body, "length", 0.0)
+            xs = [(m.name, [0.0, 0.0, s]) for s in np.linspace(0.0, length, 7 if length else 1)]
+            points += symbolic_points(tree, xs, q)
+            counts.append(len(xs))
+        return ca.Function("leaf_shapes", [qs], [ca.horzcat(*points)]).expand(), counts
 
     def compile(self, machine_code: bool = False) -> None:
         """The functions of one root as machine code if asked and a C compiler works
@@ -339,18 +344,18 @@ class SoftLeaves:
                 np.concatenate([o[2] for o in order]))
 
     def shapes(self, q: np.ndarray, data: pin.Data) -> Dict[str, np.ndarray]:
-        """World points (k, 3) of each module hung directly from a frame (rods: the deformed
-        centreline), at ``q = (q_r, q_s)``; ``data`` (of ``self.model``) gets the kinematics."""
+        """World points (k, 3) of each soft module (rods: the deformed centreline; a module hung
+        from another soft module placed by the tree's recursion on its parent's deformation), at
+        ``q = (q_r, q_s)``; ``data`` (of ``self.model``) gets the kinematics."""
         pin.framesForwardKinematics(self.model, data, q[:self.nq_r])
         q_s = q[self.nq_r:]
         out: Dict[str, np.ndarray] = {}
-        for t, g in zip(self.leaf_tree, range(len(self.roots))):
+        for g, t in enumerate(self.leaf_tree):
             oMf = data.oMf[self.root_ids[g]]
-            for i, fn in t.shapes.items():
-                sl = slice(self.group_slices[g].start + t.tree.qslice[i].start - 7,
-                           self.group_slices[g].start + t.tree.qslice[i].stop - 7)
-                local = np.array(fn(q_s[sl]))
-                out[self.module_names[g][i - 1]] = (oMf.rotation @ local).T + oMf.translation
+            world = (oMf.rotation @ np.array(t.shape(q_s[self.group_slices[g]]))).T + oMf.translation
+            ends = np.cumsum(t.shape_counts)
+            for name, end, count in zip(self.module_names[g], ends, t.shape_counts):
+                out[name] = world[end - count:end]
         return out
 
     def deformation(self, q: np.ndarray) -> Dict[str, np.ndarray]:
