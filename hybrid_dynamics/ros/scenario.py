@@ -141,7 +141,7 @@ class GraphRun:
         if "solver" in sc.controller:
             ctrl["solver"] = str(sc.controller["solver"])
         # the scenario's base-estimator settings go to both filters: the controller's own and
-        # the state estimator's (the detector's input), as the library loop's one
+        # the state estimator's (odometry, rviz), as the library loop's one
         estimator = P.flatten({"estimator": dict(sc.estimator)})
         ctrl.update(estimator)
         # the damage detector in the controller's cycle, as in the library loop (runtime/detection.py)
