@@ -8,8 +8,9 @@ imu_sensor_broadcaster, an effort controller named effort_controller).
 Parameters: config/<robot>.yaml (see docs/ros.md). The same nodes run in one process with
 ``hybrid-dynamics run --robot <robot>``. ``gait:=true``: the controller owns the locomotion
 planner and walks at /cmd_vel (geometry_msgs/Twist); the estimator then takes its contacts
-from the stance the controller plans (whole_body_controller/cycle), and the morphology
-manager runs the damage detector (which needs that planned stance).
+from the stance the controller plans (whole_body_controller/cycle), and on a serial robot the
+damage detector runs in the controller's cycle (its detections go to the morphology manager),
+the node graph ``hybrid-dynamics demo`` runs in one process.
 """
 from ament_index_python.packages import get_package_share_directory
 from launch import LaunchDescription
