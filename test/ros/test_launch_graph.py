@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 import yaml
 from sensor_msgs.msg import JointState
+from visualization_msgs.msg import MarkerArray
 
 from hybrid_dynamics.control.locomotion import LocomotionPlanner
 from hybrid_dynamics.estimation.damage_detector import DamageDetectorConfig
@@ -149,12 +150,15 @@ def soft_stands_then_walks(install, tmp_path, stand: float, duration: float):
     """sim.launch.py robot:=jethexa_soft (config/jethexa_soft.yaml), every node its own
     process, lock-step: the robot on six silicone pads stands (stepping in place) ``stand`` s, then walks the
     tripod gait at /cmd_vel 0.1 m/s until ``duration``; the controller takes the pads'
-    coordinates from /joint_states and publishes them (``~/soft_deformation``), and the pads
-    carry load."""
+    coordinates from /joint_states and publishes them (``~/soft_deformation``) and draws each
+    pad (``~/markers``, namespace ``soft_bodies``), and the pads carry load."""
     observer = Observer()
-    pads = []
+    pads, strips = [], []
     observer.node.create_subscription(JointState, "/whole_body_controller/soft_deformation",
                                       lambda m: pads.append((observer.watch.clock, list(m.name), list(m.position))), 10)
+    observer.node.create_subscription(
+        MarkerArray, "/whole_body_controller/markers",
+        lambda m: strips.append({k.text: [(p.x, p.y, p.z) for p in k.points] for k in m.markers if k.ns == "soft_bodies"}), 10)
     graph = ProcessGraph(sim_graph(install, robot="jethexa_soft", lockstep=LOCKSTEP), install, tmp_path)
     try:
         observer.wait_until(START, 300.0, graph)
@@ -181,9 +185,15 @@ def soft_stands_then_walks(install, tmp_path, stand: float, duration: float):
     q = np.array([p[2] for p in pads if p[0] >= 0.5])
     assert np.all(np.isfinite(q))
     assert np.abs(q[:, 2::3]).max() > 1e-4                # the pads' change of length: loaded, compressed
+    drawn = strips[-1]                                    # one line strip per pad, along the 30 mm pad
+    assert sorted(drawn) == [f"leg{k}_pad" for k in range(1, 7)], sorted(drawn)
+    for points in drawn.values():
+        points = np.array(points)
+        assert len(points) == 7 and 0.028 < np.linalg.norm(points[-1] - points[0]) < 0.032, points
     print(f"\njethexa_soft per process: stood at {height:.4f} m (spread {1e3 * np.ptp(standing[:, 3]):.1f} mm), walked "
           f"{moved / (duration - stand - 1.5):.4f} m/s at {SPEED} m/s, max pad compression "
-          f"{1e3 * np.abs(q[:, 2::3]).max():.2f} mm, {counts['cycles']} controller cycles from 0.5 s")
+          f"{1e3 * np.abs(q[:, 2::3]).max():.2f} mm, {counts['cycles']} controller cycles from 0.5 s, "
+          f"{len(strips)} marker arrays")
 
 
 def test_sim_launch_jethexa_soft_stands_then_walks(install, tmp_path):
