@@ -425,3 +425,42 @@ def test_after_a_loss_a_leg_that_would_stand_onto_its_coxa_stop_steps_first(robo
     first = int(np.argmax(spare)) if reordered else 0
     assert lifted == [pattern.legs[first]], (lifted, walk, spare)
     assert (first != 0) == reordered
+
+
+def test_feet_in_the_air_at_a_loss_land_where_they_catch_the_body(robot):
+    """Legs 1 and 3 lost while walking the tripod at 0.1 m/s (the campaign's phase 0: feet 4
+    and 5 in the air, feet 2 and 6 down on the left). On the wave gait's footholds the four
+    feet's polygon (scipy's Qhull) holds the CoM of what is left (Pinocchio) only 2.9 cm
+    inside its diagonal 2-5, and in MuJoCo the body, carried by two feet until the others
+    landed, crossed it and came down (campaign). Foot 5 lands turned forward about its hip,
+    at the same distance from it, with its coxa within its stops (Pinocchio's kinematics
+    inverted), and the polygon holds the CoM at least 2 cm further inside."""
+    planner = LocomotionPlanner(robot)
+    planner.reset(0.0, standing_q(robot))
+    planner.set_command(0.1)
+    for t in np.arange(0.0, 3.0, 0.005):
+        planner.update(t)
+    gait = {f: planner._foothold_now(f) for f in ("leg4_foot", "leg5_foot")}
+    mmap = MorphologyMap(robot, Morphology.healthy(robot).remove_leg("leg1").remove_leg("leg3"))
+    planner.set_morphology(mmap, 3.0)
+    assert set(planner.landing) == {"leg4_foot", "leg5_foot"}
+    q = mmap.expand_q(mmap.reduce_q(standing_q(robot)))
+    q[:2] = planner.N[:2] + planner.offset
+    com = pin.centerOfMass(mmap.model, mmap.model.createData(), q)[:2]
+    down = [planner.feet_pos[f][:2] for f in ("leg2_foot", "leg6_foot")]
+
+    def inside(points):
+        hull = ConvexHull(np.array([p[:2] for p in points]))
+        return float(np.min(-(hull.equations[:, :2] @ com + hull.equations[:, 2])))
+
+    landed = {f: planner.landing[f][1] for f in gait}
+    assert inside(down + list(landed.values())) > inside(down + list(gait.values())) + 0.02
+    assert landed["leg5_foot"][0] > gait["leg5_foot"][0] + 0.02             # turned forward
+    base = np.array([*(planner.N[:2] + planner.offset), planner.height])
+    R = pin.utils.rpyToMatrix(0, 0, planner.N[2])
+    for f, p in landed.items():
+        leg = planner.leg_of[f]
+        hip = base[:2] + R[:2, :2] @ planner.hips[leg]
+        assert abs(np.linalg.norm(p[:2] - hip) - np.linalg.norm(gait[f][:2] - hip)) < 1e-9
+        coxa, lo, hi = coxa_angle_reaching(robot, leg, R.T @ (p - base))
+        assert lo < coxa < hi, (f, coxa)

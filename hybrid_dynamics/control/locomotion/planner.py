@@ -25,6 +25,11 @@ of its hip yaw joint before its first swing (:meth:`LocomotionPlanner._first_to_
 that stands through the change and the cycle after it is carried onto that stop by the walking
 body, and the body, held back by it, leaves its planned path.
 
+The feet in the air at a morphology change land on the new gait's footholds, each turned about
+its hip where that puts the CoM's capture point further inside the polygon of the feet down
+and landing (:meth:`LocomotionPlanner._catch_landing`): until they land, two or three feet
+carry a body tipping towards the lost legs.
+
 Which legs walk: every leg whose contact survives the morphology and none of whose joints is
 locked (a leg with a locked joint is held up, its foot tucked under the hip). Six walking legs
 with complete gait groups: the tripod; 4 or 5: the wave gait; 3: stand still, CoM centred;
@@ -80,6 +85,7 @@ class LocomotionConfig:
     body_horizon: float = 1.5           # gait cycles covered by each CoM path plan (static gaits)
     body_step: float = 0.04             # s, grid of the CoM path (piecewise-constant acceleration)
     body_max_accel: float = 1.5         # m/s^2 per axis, CoM path acceleration bound (relaxed x2, x4 if infeasible)
+    catch_clearance: float = 0.1        # rad, a landing foot turned to catch the body keeps its hip yaw joint this far inside its stops
     body_bandwidth: float = 6.0         # rad/s, how tightly the CoM path follows the commanded motion
 
     @classmethod
@@ -242,7 +248,8 @@ class LocomotionPlanner:
             # feet in the air land during the settle time, straight down to their foothold
             # of the new gait (the legs turned to cover a lost neighbour, _redistribute): a
             # pair lost in front leaves the CoM near the middle feet's line, and a middle foot
-            # landing turned forward puts the support polygon's edge ahead of it (campaign)
+            # landing turned forward puts the support polygon's edge ahead of it (campaign);
+            # then each turned about its hip where it best catches the body (_catch_landing)
             for frame in list(self.nominal):
                 leg = self.leg_of[frame]
                 if leg in self.walking and not self.scheduler.phase(t, leg).stance and leg in legs:
@@ -251,6 +258,7 @@ class LocomotionPlanner:
                     # the swing it was on is over: it stays where it lands, not at that swing's target
                     self.lift_from.pop(frame, None)
                     self.touchdown.pop(frame, None)
+            self._catch_landing(t, legs)
         self.walking = legs
         self.body_plan = None
         self.pattern = pattern
@@ -304,6 +312,57 @@ class LocomotionPlanner:
         spare = [min(left[j] - speed * slot * ((j - first) % n + pattern.shift_fraction) for j in range(n))
                  for first in range(n)]
         return 0 if spare[0] >= -self.config.stability_margin else int(np.argmax(spare))
+
+    def _catch_landing(self, t: float, legs: Sequence[str]) -> None:
+        """Turn the landing targets of the feet in the air at a morphology change about their
+        hips (the leg's reach kept, the hip yaw joint ``catch_clearance`` inside its stops,
+        :meth:`_hip_yaw_reach`) by up to ``max_splay`` so that the capture point of the
+        measured CoM is as far inside the polygon of the feet down and landing as possible:
+        until they land two or three feet carry a body tipping towards the lost legs, and
+        the body is caught only if the polygon it lands on holds it (legs 1 and 3 lost: foot 5
+        landing on the new gait's foothold left the capture point 1.9 cm inside the diagonal 2-5,
+        and the CoM was outside it by the landing, campaign). A turn must pay for itself: each radian costs
+        ``stability_margin / max_splay`` of margin (summed over the feet), so the gait's
+        foothold is kept unless turning gains more."""
+        cfg = self.config
+        frames = [f for f, (_, _, ta, _) in self.landing.items() if ta == t and self.leg_of[f] in legs]
+        if not frames:
+            return
+        down = [self.landing[self.frame_of[l]][1][:2] if self.frame_of[l] in self.landing else self.feet_pos[self.frame_of[l]][:2]
+                for l in legs if self.frame_of[l] not in frames]
+        if self.com_measured is None or self.com_velocity is None:
+            point = self._com_xy(self.N[:2] + self.offset, self.N[2])
+        else:
+            point = self._capture_point(self.com_measured, self.com_velocity)
+        R = _yaw_rot(self.N[2])
+        base = np.append(self.N[:2] + self.offset, 0.0)
+        options = []
+        for frame in frames:
+            leg, target = self.leg_of[frame], self.landing[frame][1]
+            hip = base + R @ np.append(self.hips[leg], 0.0)
+            ends = self.reach.get(leg)
+            turns = []
+            for d in np.linspace(-cfg.max_splay, cfg.max_splay, 5):
+                p = hip + _yaw_rot(d) @ (target - hip)
+                p[2] = target[2]
+                rel = R.T @ (p - hip)
+                yaw = np.arctan2(rel[1], rel[0])
+                if d == 0.0 or ends is None or ends[0] + cfg.catch_clearance <= yaw <= ends[1] - cfg.catch_clearance:
+                    turns.append((abs(d), p))
+            options.append(turns)
+        weight = cfg.stability_margin / cfg.max_splay
+
+        def score(choice):
+            return _margin(point, down + [p[:2] for _, p in choice]) - weight * sum(d for d, _ in choice)
+        best = tuple(next(o for o in turns if o[0] == 0.0) for turns in options)     # the gait's footholds
+        best_score = score(best)
+        for choice in itertools.product(*options):
+            value = score(choice)
+            if value > best_score:
+                best, best_score = choice, value
+        for frame, (_, p) in zip(frames, best):
+            p0, _, ta, tb = self.landing[frame]
+            self.landing[frame] = (p0, p, ta, tb)
 
     def _walk_left(self, leg: str, foot: np.ndarray, heading: np.ndarray) -> float:
         """How far (m) the body can walk along ``heading`` (base frame, unit) before the leg's
@@ -644,8 +703,13 @@ class LocomotionPlanner:
                 support.append(self.landing[frame][1][:2])
             elif self.scheduler.phase(t, leg).stance:
                 support.append(self.feet_pos[frame][:2])
+        return _margin(self._capture_point(com, v), support) < 0.0
+
+    def _capture_point(self, com: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """World xy of the linear inverted pendulum's capture point at the CoM's height ``h``
+        above the ground: ``x_cp = x + v / omega``, ``omega = sqrt(g / h)``."""
         omega = np.sqrt(GRAVITY / max(float(com[2]) - self.ground, 1e-3))
-        return _margin(com[:2] + v[:2] / omega, support) < 0.0
+        return com[:2] + v[:2] / omega
 
     def _advance(self, t: float):
         """Ramp the velocity command and integrate the nominal body pose ``N`` to ``t``;
