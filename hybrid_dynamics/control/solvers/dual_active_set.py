@@ -72,6 +72,8 @@ def _inverse_cholesky(H, Jt):
             Jt[i, c] = 0.0
         for m in range(i):
             a = row[m]
+            if a == 0.0:                   # H's zero blocks: L's zeros subtract nothing
+                continue
             for c in range(m + 1):
                 Jt[i, c] -= a * Jt[m, c]
         lii = Jt[i, i]
@@ -96,6 +98,8 @@ def _directions(Jt, R, q, nv, d, z, r):
         z[k] = 0.0
     for j in range(q, n):
         dj = d[j]
+        if dj == 0.0:                      # (adds zeros: skipped)
+            continue
         for k in range(n):
             z[k] += dj * Jt[j, k]
     for i in range(q - 1, -1, -1):
@@ -124,6 +128,8 @@ def _add(Jt, R, q, d):
     Step 2(c), the factors' update on adding]."""
     n = Jt.shape[0]
     for j in range(n - 1, q, -1):
+        if d[j] == 0.0 and d[j - 1] >= 0.0:
+            continue                       # the rotation is the identity (c = 1, s = 0): skipped
         h = np.sqrt(d[j - 1] * d[j - 1] + d[j] * d[j])
         if h == 0.0:
             continue
