@@ -174,17 +174,26 @@ def test_a_landing_foot_not_down_keeps_descending_until_measured_down(robot):
     assert ref.feet["leg5_foot"].stance
 
 
-def lose_front_pair_mid_swing(robot):
-    """A planner walking the tripod that loses legs 1 and 2 at 0.3 s, while {1, 4, 5} swing."""
+def lose_legs_while_walking(robot, legs, t_loss):
+    """A planner walking the tripod at 0.1 m/s that loses ``legs`` at ``t_loss``; with the
+    footholds feet 4 and 5 were heading for before the loss."""
     planner = LocomotionPlanner(robot)
     planner.reset(0.0, standing_q(robot))
     planner.set_command(0.1)
-    for t in np.arange(0.0, 0.3, 0.005):
+    for t in np.arange(0.0, t_loss, 0.005):
         planner.update(t)
     old = {f: planner._foothold_now(f) for f in ("leg4_foot", "leg5_foot")}
-    mmap = MorphologyMap(robot, Morphology.healthy(robot).remove_leg("leg1").remove_leg("leg2"))
-    planner.set_morphology(mmap, 0.3)
+    morphology = Morphology.healthy(robot)
+    for leg in legs:
+        morphology = morphology.remove_leg(leg)
+    mmap = MorphologyMap(robot, morphology)
+    planner.set_morphology(mmap, t_loss)
     return planner, mmap, old
+
+
+def lose_front_pair_mid_swing(robot):
+    """A planner walking the tripod that loses legs 1 and 2 at 0.3 s, while {1, 4, 5} swing."""
+    return lose_legs_while_walking(robot, ("leg1", "leg2"), 0.3)
 
 
 def test_feet_in_the_air_at_a_loss_land_on_the_new_gaits_footholds(robot):
@@ -435,14 +444,7 @@ def test_feet_in_the_air_at_a_loss_land_where_they_catch_the_body(robot):
     landed, crossed it and came down (campaign). Foot 5 lands turned forward about its hip,
     at the same distance from it, with its coxa within its stops (Pinocchio's kinematics
     inverted), and the polygon holds the CoM at least 2 cm further inside."""
-    planner = LocomotionPlanner(robot)
-    planner.reset(0.0, standing_q(robot))
-    planner.set_command(0.1)
-    for t in np.arange(0.0, 3.0, 0.005):
-        planner.update(t)
-    gait = {f: planner._foothold_now(f) for f in ("leg4_foot", "leg5_foot")}
-    mmap = MorphologyMap(robot, Morphology.healthy(robot).remove_leg("leg1").remove_leg("leg3"))
-    planner.set_morphology(mmap, 3.0)
+    planner, mmap, gait = lose_legs_while_walking(robot, ("leg1", "leg3"), 3.0)
     assert set(planner.landing) == {"leg4_foot", "leg5_foot"}
     q = mmap.expand_q(mmap.reduce_q(standing_q(robot)))
     q[:2] = planner.N[:2] + planner.offset
