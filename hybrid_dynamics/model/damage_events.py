@@ -133,10 +133,19 @@ def morphology_to_yaml(robot_name: str, morph: Morphology, revision: int, source
 
 def morphology_from_yaml(robot, text: str) -> Tuple[Morphology, int]:
     """(Morphology, revision) from a published morphology message, checked against ``robot``."""
+    return morphology_from_mapping(robot, load_morphology_message(text))
+
+
+def load_morphology_message(text: str):
+    """The parsed YAML of a morphology message (checked by :func:`morphology_from_mapping`)."""
     try:
-        data = yaml.safe_load(text)
+        return yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise InputError(f"morphology message is not YAML: {exc}", field="morphology") from None
+
+
+def morphology_from_mapping(robot, data) -> Tuple[Morphology, int]:
+    """(Morphology, revision) from a parsed morphology message, checked against ``robot``."""
     if not isinstance(data, dict) or not isinstance(data.get("links_kept"), dict):
         raise InputError("morphology message needs links_kept", field="morphology")
     if data.get("robot") not in (None, robot.name):

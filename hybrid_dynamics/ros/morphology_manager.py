@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import List, Optional
 
 import numpy as np
-import yaml
 from diagnostic_msgs.msg import DiagnosticStatus
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.parameter import Parameter
@@ -13,7 +12,8 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 
 from ..errors import InputError
-from ..model.damage_events import apply_damage_yaml, morphology_from_yaml, morphology_to_yaml
+from ..model.damage_events import (apply_damage_yaml, load_morphology_message, morphology_from_mapping,
+                                    morphology_to_yaml)
 from ..model.morphology import Morphology, MorphologyMap
 from ..runtime.inputs import JointStateMatcher
 from . import params as P
@@ -97,8 +97,8 @@ class MorphologyManagerNode(BaseNode):
         """The controller's detector convicted legs (whole_body_controller/detections: the
         morphology it applied, then the evidence): that morphology, source "detected"."""
         try:
-            new, _ = morphology_from_yaml(self.robot, msg.data)
-            data = yaml.safe_load(msg.data)
+            data = load_morphology_message(msg.data)
+            new, _ = morphology_from_mapping(self.robot, data)
             found = [{"t": float(data["t"]), "what": str(e["what"]), "onset": float(e["onset"])}
                      for e in data["detections"]]
         except InputError as err:
