@@ -9,12 +9,13 @@ estimation/fall_monitor.py). A detection is handed to :attr:`CycleDetector.handl
 the command is computed, so the owner can reassemble the pipeline for it in the same cycle.
 
 The library scenario loop (sim/runner.py) and the whole-body controller node
-(ros/whole_body_controller.py, ``detector: true``) both run this hook, so a scenario's
-detection reaches the controller's command in the same cycle through either. Run beside the
-controller instead (the morphology manager's own detector on the state estimator's output),
-the detection of stamp ``t`` needs the controller's record of that cycle (its stance) and
-reaches the controller two cycles later: 10 ms more, which is what made a pair of legs lost
-in stance fall through the one-process graph while the library loop stood (docs/ros.md).
+(ros/whole_body_controller.py, ``detector: true``, in the one-process and the process-per-node
+graph alike) run this hook, so a scenario's detection reaches the controller's command in the
+same cycle through either. The detector was first run beside the controller, in the morphology
+manager on the state estimator's output; there the detection of stamp ``t`` needed the
+controller's record of that cycle (its stance) and reached the controller two cycles later:
+10 ms more, which made a pair of legs lost in stance fall while the library loop stood
+(docs/ros.md). The manager now applies the controller's detections beside declared damage.
 """
 from __future__ import annotations
 
