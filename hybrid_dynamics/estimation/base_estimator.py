@@ -43,7 +43,8 @@ import numpy as np
 import pinocchio as pin
 
 from ..errors import reject_unknown_settings
-from . import kalman_step
+from . import base_frame, kalman_step
+from .foot_kinematics import FootKinematics
 
 
 GRAVITY = np.array([0.0, 0.0, -9.81])
@@ -111,7 +112,6 @@ class BaseEstimator:
         self.robot = robot
         self.config = config if isinstance(config, BaseEstimatorConfig) else BaseEstimatorConfig.from_dict(config)
         self.model = robot.model
-        self.data = self.model.createData()
         self.frames = [c.frame for c in robot.contacts]
         # height of each contact frame on the ground: a foot sphere's centre is its radius up
         self.contact_heights = self.config.ground_height + np.array([c.radius for c in robot.contacts])
@@ -139,8 +139,8 @@ class BaseEstimator:
             variances[index] = sigma ** 2
         self._variances = variances
         self._compile_step()
-        self._q0 = pin.neutral(self.model)
-        self._v0 = np.zeros(self.model.nv)
+        self.feet = FootKinematics(self.model, self.frame_ids)
+        self._R, self._w_b, self._a_w = np.empty((3, 3)), np.empty(3), np.empty(3)   # this cycle's, base_frame
         self.health = EstimatorHealth()
         self.reset()
 
@@ -170,17 +170,9 @@ class BaseEstimator:
     # ------------------------------------------------------------------ kinematics
     def leg_kinematics(self, qj: np.ndarray, vj: np.ndarray):
         """Foot positions ``r`` (nc, 3) and velocities ``rd`` (nc, 3) in the base frame, with
-        the base fixed at the origin (so they are the legs' own contribution)."""
-        q0, v0 = self._q0, self._v0
-        q0[7:] = qj
-        v0[6:] = vj
-        pin.forwardKinematics(self.model, self.data, q0, v0)
-        r = np.empty((self.nc, 3))
-        rd = np.empty((self.nc, 3))
-        for i, fid in enumerate(self.frame_ids):
-            r[i] = pin.updateFramePlacement(self.model, self.data, fid).translation
-            rd[i] = pin.getFrameVelocity(self.model, self.data, fid, pin.LOCAL_WORLD_ALIGNED).linear
-        return r, rd
+        the base fixed at the origin (so they are the legs' own contribution):
+        estimation/foot_kinematics.py."""
+        return self.feet(qj, vj)
 
     # ------------------------------------------------------------------ update
     def update(self, t: float, qj: np.ndarray, vj: np.ndarray, imu: ImuSample,
@@ -193,13 +185,10 @@ class BaseEstimator:
         cfg = self.config
         qj = np.asarray(qj, dtype=float)
         vj = np.asarray(vj, dtype=float)
-        quat_i = np.asarray(imu.orientation, dtype=float)
-        R_wi = pin.Quaternion(quat_i[3], quat_i[0], quat_i[1], quat_i[2]).normalized().toRotationMatrix()
-        R = R_wi @ self.R_bi.T                                 # base orientation in the world
-        w_b = self.R_bi @ np.asarray(imu.angular_velocity, dtype=float)
-        a_b = self.R_bi @ np.asarray(imu.linear_acceleration, dtype=float)
-        a_w = R @ a_b + GRAVITY
-        r, rd = self.leg_kinematics(qj, vj)
+        R, w_b, a_w = self._R, self._w_b, self._a_w             # base orientation in the world, rate, acceleration
+        base_frame.base_motion(np.asarray(imu.orientation, dtype=float), np.asarray(imu.angular_velocity, dtype=float),
+                               np.asarray(imu.linear_acceleration, dtype=float), self.R_bi, GRAVITY, R, w_b, a_w)
+        r, rd = self.feet(qj, vj)
         r_w = r @ R.T                                          # rows: R r_i
         contact = np.array([bool(stance.get(f, False)) for f in self.frames]) & self.active
 
@@ -266,15 +255,8 @@ class BaseEstimator:
 
     def _state(self, R, w_b, qj, vj, r_w) -> BaseState:
         q = np.empty(self.model.nq)
-        q[0:3] = self.x[0:3]
-        quat = pin.Quaternion(R)
-        quat.normalize()
-        q[3:7] = quat.coeffs()
-        q[7:] = qj
         v = np.empty(self.model.nv)
-        v[0:3] = R.T @ self.x[3:6]
-        v[3:6] = w_b
-        v[6:] = vj
+        base_frame.state_vectors(self.x, R, w_b, qj, vj, q, v)
         feet = dict(zip(self.frames, self.x[0:3] + r_w))
         self.last = BaseState(q, v, self.P[0:6, 0:6].copy(), feet)
         return self.last

@@ -13,8 +13,22 @@ from hybrid_dynamics.model.robot import load_robot
 from test_base_estimator import trajectory
 
 
+def pinocchio_feet(est, qj, vj):
+    """The feet relative to the base, each frame read from Pinocchio (the base at the origin)."""
+    model = est.model
+    data = model.createData()
+    q0, v0 = pin.neutral(model), np.zeros(model.nv)
+    q0[7:], v0[6:] = qj, vj
+    pin.forwardKinematics(model, data, q0, v0)
+    r = np.array([pin.updateFramePlacement(model, data, f).translation for f in est.frame_ids])
+    rd = np.array([pin.getFrameVelocity(model, data, f, pin.LOCAL_WORLD_ALIGNED).linear for f in est.frame_ids])
+    return r, rd
+
+
 def textbook_step(est, x, P, dt, qj, vj, imu, contact):
-    """One predict-correct of the filter in base_estimator's module docstring, C formed."""
+    """One predict-correct of the filter in base_estimator's module docstring, C formed, with
+    the base's orientation and the feet from Pinocchio. Returns x, P, the innovation
+    statistic and the base's orientation R."""
     cfg, nc, nx = est.config, est.nc, est.nx
     quat = np.asarray(imu.orientation)
     R = pin.Quaternion(quat[3], quat[0], quat[1], quat[2]).normalized().toRotationMatrix() @ est.R_bi.T
@@ -29,7 +43,7 @@ def textbook_step(est, x, P, dt, qj, vj, imu, contact):
     Q = np.diag(np.concatenate([np.full(3, cfg.position_noise ** 2 * dt), np.full(3, cfg.accel_noise ** 2 * dt),
                                 np.repeat(q_feet, 3)]))
     P = A @ P @ A.T + Q
-    r, rd = est.leg_kinematics(qj, vj)
+    r, rd = pinocchio_feet(est, qj, vj)
     big = cfg.swing_measurement_noise ** 2
     C = np.zeros((7 * nc, nx))
     z = np.zeros(7 * nc)
@@ -49,7 +63,7 @@ def textbook_step(est, x, P, dt, qj, vj, imu, contact):
     nu = z - C @ x
     K = P @ C.T @ np.linalg.inv(S)
     nis = nu @ np.linalg.solve(S, nu) / max(np.count_nonzero(r_diag < big), 1)
-    return x + K @ nu, P - K @ C @ P, nis
+    return x + K @ nu, P - K @ C @ P, nis, R
 
 
 @pytest.mark.parametrize("robot_name", ["jethexa", "solo12"])
@@ -73,13 +87,20 @@ def test_the_compiled_step_is_the_textbook_filter(robot_name):
             continue
         x0, P0, dt = est.x.copy(), est.P.copy(), min(max(t - est.t, 0.0), 0.1)
         contact = np.array([bool(stance.get(f, False)) for f in frames]) & est.active
-        x_ref, P_ref, nis_ref = textbook_step(est, x0, P0, dt, qj, vj, imu, contact)
-        est.update(t, qj, vj, imu, stance)
+        x_ref, P_ref, nis_ref, R = textbook_step(est, x0, P0, dt, qj, vj, imu, contact)
+        s = est.update(t, qj, vj, imu, stance)
         assert est.health.resets == 0
         scale = np.abs(P_ref).max()
         assert np.abs(est.x - x_ref).max() < 1e-10 * max(1.0, np.abs(x_ref).max())
         assert np.abs(est.P - P_ref).max() < 1e-10 * scale
         assert est.health.innovation == pytest.approx(nis_ref, rel=1e-7)
+        # the state out in Pinocchio's conventions: q = [p, quaternion of R, qj], v = [R^T v, w, vj]
+        quat = pin.Quaternion(R)
+        quat.normalize()
+        assert np.array_equal(s.q[:3], est.x[:3]) and np.array_equal(s.q[7:], qj) and np.array_equal(s.v[6:], vj)
+        assert np.abs(s.q[3:7] - quat.coeffs()).max() < 1e-15
+        assert np.abs(s.v[:3] - R.T @ est.x[3:6]).max() < 1e-14 * max(1.0, np.abs(est.x[3:6]).max())
+        assert np.abs(s.v[3:6] - est.R_bi @ imu.angular_velocity).max() < 1e-15
         compared["swing"] += int((~contact & est.active).any())
         compared["removed"] += int((~est.active).any())
         compared["nis"].append(nis_ref)
