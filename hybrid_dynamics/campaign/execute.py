@@ -49,7 +49,8 @@ from .spec import CampaignSpec, Fault, RunSpec, expand
 COLUMNS = ("run_id", "fault", "kind", "speed_mps", "phase", "damage_at_s", "declared", "seed",
            "feasible", "feasibility_margin_m", "outcome", "stopped", "speed_after_mps", "max_roll_deg",
            "max_pitch_deg", "min_height_m", "touchdown_speed_mps", "detection_latency_s", "qp_failures",
-           "wall_s", "plots")
+           "wall_s", "plots", "max_tilt_deg", "touch_point_speed_mps")
+# (the last two after the others: a campaign restarted on a table written before them still reads its run ids)
 TABLE = "results.csv"
 # a run stops once its base is this low (fraction of the standing height): the JetHexa's body
 # rests on the ground at 0.15 (its half height); lying there the simulation only gets slower
@@ -118,14 +119,16 @@ def measure(sim: ScenarioRun, summary: dict, run: RunSpec) -> dict:
     rpy = np.degrees(np.array(lg.rpy))
     td = None if sim.t_damage is None else sim.t_damage - lg.t[0]
     verdict = classify(stopped, t, rpy, td, summary.get("body_touch_speed_mps"), run.speed,
-                       summary.get("speed_after_damage_mps"))
+                       summary.get("speed_after_damage_mps"), summary.get("body_touch_point_speed_mps"))
     after = t >= (td if td is not None else 0.0)
     return {"outcome": verdict["outcome"], "stopped": stopped[:300],
             "speed_after_mps": summary.get("speed_after_damage_mps"),
             "max_roll_deg": round(float(np.abs(rpy[after, 0]).max()), 2),
             "max_pitch_deg": round(float(np.abs(rpy[after, 1]).max()), 2),
             "min_height_m": round(float(pos[after, 2].min()), 4),
+            "max_tilt_deg": verdict.get("max_tilt_deg"),
             "touchdown_speed_mps": verdict.get("touchdown_speed_mps"),
+            "touch_point_speed_mps": verdict.get("touch_point_speed_mps"),
             "detection_latency_s": summary.get("detection_latency_s"),
             "qp_failures": int(summary.get("fallbacks", 0)) + int(summary.get("infeasible", 0))}
 

@@ -90,7 +90,7 @@ def heatmap(rows: List[dict], path: Path) -> None:
 
 def worst_cases(rows: List[dict], n: int = WORST) -> List[dict]:
     return sorted(rows, key=lambda r: (-SEVERITY.get(r["outcome"], 4), _float(r["min_height_m"], 1.0),
-                                       -max(_float(r["max_roll_deg"]), _float(r["max_pitch_deg"]))))[:n]
+                                       -_float(r.get("max_tilt_deg"))))[:n]
 
 
 def write_report(rows: List[dict], out: Path, title: str, command: str = "") -> Path:
@@ -116,8 +116,8 @@ def write_report(rows: List[dict], out: Path, title: str, command: str = "") -> 
               "![outcome heat map](heatmap.png)", "", "## Worst cases", ""]
     for r in worst_cases(rows):
         lines.append(f"- `{r['run_id']}`: {r['outcome']} ({r['stopped']}); min height {r['min_height_m']} m, "
-                     f"max roll/pitch {r['max_roll_deg']}/{r['max_pitch_deg']} deg, touch-down "
-                     f"{r['touchdown_speed_mps'] or '-'} m/s, QP failures {r['qp_failures'] or 0}")
+                     f"max roll/pitch/tilt {r['max_roll_deg']}/{r['max_pitch_deg']}/{r.get('max_tilt_deg') or '-'} deg, touch-down "
+                     f"{r['touchdown_speed_mps'] or '-'} m/s (touching points {r.get('touch_point_speed_mps') or '-'}), QP failures {r['qp_failures'] or 0}")
         if r.get("plots"):
             lines.append(f"  ![{r['run_id']} roll and pitch]({r['plots']}/roll_pitch.png)")
     path = out / "report.md"

@@ -70,6 +70,7 @@ class BodyTouch:
     """The first instant a geom of the robot other than a foot touched the floor."""
     t: float                         # plant time (s)
     vz: float                        # base's vertical velocity (world, m/s) at that step, before the contact acts
+    point_speed: float = 0.0         # largest downward speed (m/s) of the robot's points touching the floor then
 
 
 @dataclass
@@ -143,6 +144,7 @@ class Plant:
         self.body_can_touch = bool(self._body_geom.any())
         self._floor_geom = np.array([g in self._floor for g in range(m.ngeom)])
         self.body_touch: Optional[BodyTouch] = None
+        self._before = mujoco.MjData(m)          # the state before a step, to measure a first touch at
         self._healthy_mass = self.model.body_mass.copy()
         self.removed_joints: set = set()
         self.locked_joints: Dict[str, float] = {}
@@ -231,7 +233,8 @@ class Plant:
 
     def step(self, n: int = 1) -> None:
         """``n`` timesteps; the first one after which a body geom touches the floor is kept
-        (:attr:`body_touch`), with the base's vertical speed before the contact acts."""
+        (:attr:`body_touch`), with the base's vertical speed before the contact acts and that
+        of the touching points (:meth:`_touch_point_speed`)."""
         if self.body_touch is not None:
             mujoco.mj_step(self.model, self.data, nstep=n)
             return
@@ -239,12 +242,36 @@ class Plant:
             # mj_step finds the contacts at the state it starts from, then integrates with
             # their forces: the speed before a first contact acts is the one before the step
             t, vz = self.time, float(self.data.qvel[self._free_vadr + 2])
+            self._before.qpos[:] = self.data.qpos
+            self._before.qvel[:] = self.data.qvel
             mujoco.mj_step(self.model, self.data)
             if self.body_on_floor():
-                self.body_touch = BodyTouch(t, vz)
+                self.body_touch = BodyTouch(t, vz, self._touch_point_speed())
                 if k + 1 < n:
                     mujoco.mj_step(self.model, self.data, nstep=n - k - 1)
                 return
+
+    def _touch_point_speed(self) -> float:
+        """The largest downward speed of the robot's points that touch the floor (MuJoCo's
+        contact positions on the bodies of non-foot geoms), at the state before the step that
+        found the contact. A body turning onto its edge hits the floor with that edge: the
+        base's own vertical speed can be small while the edge comes down at over 1 m/s
+        (analysis/two_feet_landing.py: a roll onto the unsupported edge at the tilt bound)."""
+        m, d, before = self.model, self.data, self._before
+        mujoco.mj_kinematics(m, before)
+        mujoco.mj_comPos(m, before)
+        jacp = np.zeros((3, m.nv))
+        speed = 0.0
+        for i in range(d.ncon):
+            a, b = d.contact.geom[i]
+            if d.contact.dist[i] > 0.0:
+                continue
+            g = a if self._body_geom[a] and self._floor_geom[b] else b if self._body_geom[b] and self._floor_geom[a] else -1
+            if g < 0:
+                continue
+            mujoco.mj_jac(m, before, jacp, None, d.contact.pos[i], m.geom_bodyid[g])
+            speed = max(speed, -float(jacp[2] @ before.qvel))
+        return speed
 
     def body_on_floor(self) -> bool:
         """Does any geom of the robot other than a foot touch the floor now?"""

@@ -346,6 +346,7 @@ def summarize(run, reason: str, wall: float) -> dict:
         "damage_at_s": None if td is None else round(td, 4),
         "body_touch_s": None if touch is None else round(touch.t - lg.t[0], 4),
         "body_touch_speed_mps": None if touch is None else round(-touch.vz, 4),
+        "body_touch_point_speed_mps": None if touch is None else round(touch.point_speed, 4),
         "detection_latency_s": None,
         "detections": [e for e in lg.events if e["kind"] == "detection"],
         "false_detections": 0,

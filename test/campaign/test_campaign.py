@@ -8,7 +8,7 @@ import pytest
 
 from hybrid_dynamics.campaign.execute import (REST_FRACTION, TABLE, feasibility_row, measure, read_table,
                                               run_campaign, run_one, scenario_of, slug)
-from hybrid_dynamics.campaign.outcome import classify
+from hybrid_dynamics.campaign.outcome import classify, tilt_deg
 from hybrid_dynamics.campaign.report import write_report
 from hybrid_dynamics.campaign.spec import expand, load_campaign
 from hybrid_dynamics.errors import InputError
@@ -78,7 +78,7 @@ def test_six_runs_on_two_workers_crash_recorded_restart_skips_done(tmp_path):
 
 def test_outcome_goes_by_the_body_touching_the_floor():
     """No body contact: walked or stood by the speed after the fault; a body contact under
-    0.2 m/s without tipping: safe landing, faster: fell; tipped past 30 deg: fell whatever
+    0.2 m/s (the base and the touching points) without tipping: safe landing, faster: fell; tipped past 30 deg: fell whatever
     touched; a run stopped on its limits without a body contact: fell."""
     t = np.arange(0.0, 1.0, 0.005)
     rpy = np.zeros((len(t), 3))
@@ -87,11 +87,34 @@ def test_outcome_goes_by_the_body_touching_the_floor():
     assert classify("completed", t, rpy, 0.0, None, 0.0, 0.0)["outcome"] == "stood"
     assert classify("completed", t, rpy, 0.0, 0.15, 0.1, 0.05)["outcome"] == "safe landing"
     assert classify("completed", t, rpy, 0.0, 0.25, 0.1, 0.0)["outcome"] == "fell"
+    # the base slow, but the edge that touched fast (a body turned onto its edge): fell
+    assert classify("completed", t, rpy, 0.0, 0.15, 0.1, 0.05, touch_point_speed=1.1)["outcome"] == "fell"
+    assert classify("completed", t, rpy, 0.0, 0.15, 0.1, 0.05, touch_point_speed=0.18)["outcome"] == "safe landing"
     assert classify("fell: base height 0.020 m", t, rpy, 0.0, None, 0.1, 0.0)["outcome"] == "fell"
     rpy[-1, 0] = 35.0
     assert classify("completed", t, rpy, 0.0, 0.05, 0.1, 0.0)["outcome"] == "fell"
     assert classify("completed", t, rpy, 0.9, None, 0.1, 0.05)["outcome"] == "fell"
     assert classify("completed", t, rpy, 0.0, None, 0.1, 0.0)["max_tilt_deg"] == 35.0
+
+
+def test_tilt_is_the_bodys_vertical_axis_from_the_worlds():
+    """The tilt the outcome goes by is the angle of the body's vertical axis from the world's,
+    here against Pinocchio's rotation of the same roll, pitch and yaw; a body rolled 28.6 deg
+    and pitched 23.9 deg at once (each under 30) is tilted 36.6 deg and fell (by the larger of
+    |roll| and |pitch| it was a safe landing; legs 1, 2 and 5 lost, undeclared, jethexa_tripod,
+    reached those angles, at a tilt of 31.5 deg)."""
+    import pinocchio as pin
+    rng = np.random.default_rng(3)
+    rpy = rng.uniform(-80.0, 80.0, (50, 3))
+    axis = np.array([pin.rpy.rpyToMatrix(*np.radians(a))[:, 2] for a in rpy])
+    assert np.allclose(tilt_deg(rpy), np.degrees(np.arccos(axis[:, 2])), atol=1e-9)
+    t = np.arange(0.0, 1.0, 0.005)
+    tilted = np.zeros((len(t), 3))
+    tilted[-1, :2] = (28.6, 23.9)
+    verdict = classify("completed", t, tilted, 0.0, 0.078, 0.1, 0.0)
+    assert verdict["outcome"] == "fell" and abs(verdict["max_tilt_deg"] - 36.6) < 0.1, verdict
+    tilted[-1, :2] = (20.0, 20.0)           # 28.0 deg: a landing
+    assert classify("completed", t, tilted, 0.0, 0.078, 0.1, 0.0)["outcome"] == "safe landing"
 
 
 def test_a_body_resting_on_its_edge_did_not_stand(tmp_path, monkeypatch):

@@ -9,7 +9,7 @@ from hybrid_dynamics.estimation.base_estimator import BaseEstimator, ImuSample
 from hybrid_dynamics.model.morphology import Morphology
 from hybrid_dynamics.model.robot import load_robot
 from hybrid_dynamics.sim.plant import ImuNoise, Plant
-from mujoco_geometry import body_box_bottom
+from mujoco_geometry import body_box_bottom, body_box_corner_heights
 
 G = 9.81
 KP, KD = 50.0, 0.3
@@ -175,6 +175,34 @@ def test_body_touch_is_free_fall_speed_at_the_first_contact(robot):
     plant.set_state(q, np.zeros(robot.nv))          # back at the start: the box's bottom falls to 0
     fall = body_box_bottom(plant)
     assert abs(-touch.vz - np.sqrt(2 * G * fall)) < G * plant.timestep
+
+
+def test_body_touch_keeps_the_touching_edges_speed(robot):
+    """The body alone, pitched 20 deg nose down and turning further at 6 rad/s as it falls:
+    its front edge comes down faster than the base. The touching points' downward speed kept at the
+    first contact (the contact's position on the body, MuJoCo's Jacobian at the state before
+    the step) is that of the box's lowest corner by a finite difference of its height over
+    the step before (MuJoCo's geom poses), and differs from the base's by the turning."""
+    plant = Plant(robot)
+    for leg in robot.legs:
+        plant.remove_leg(leg.name)
+    q = robot.q_stand.copy()
+    q[2] = 0.06
+    q[3:7] = pin.Quaternion(pin.rpy.rpyToMatrix(0.0, np.radians(20.0), 0.0)).coeffs()
+    v = np.zeros(robot.nv)
+    v[4] = 6.0                        # rad/s about the base's y axis: the nose goes down
+    plant.set_state(q, v)
+    heights = [body_box_corner_heights(plant)]
+    while plant.body_touch is None and plant.time < 1.0:
+        plant.step()
+        heights.append(body_box_corner_heights(plant))
+    touch = plant.body_touch
+    assert touch is not None
+    before, after = heights[-2], heights[-1]
+    k = int(np.argmin(after))
+    corner_speed = (before[k] - after[k]) / plant.timestep
+    assert touch.point_speed == pytest.approx(corner_speed, abs=0.02), (touch, corner_speed)
+    assert touch.point_speed - (-touch.vz) > 0.3, touch
 
 
 def test_a_body_propped_on_its_edge_touches_one_standing_does_not(robot):
