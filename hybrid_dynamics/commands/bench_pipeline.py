@@ -144,6 +144,7 @@ def measure(robot_name, trigger, cycles, rate, seconds=None):
         kind = ctrl.control.kind
         periodic = trigger != "joint_states"
         skipped = ctrl.loop.skipped - k0 if ctrl.loop is not None else None
+        executor = callbacks.executor_cpu(elapsed, cycles_run)
         params = ctrl.p
         spans = ctrl.stats.timeline()
     finally:
@@ -163,6 +164,8 @@ def measure(robot_name, trigger, cycles, rate, seconds=None):
         "safe_mode_cycles": int(safe),
         "ticks_skipped": skipped,           # trigger: thread, ticks overrun by a cycle (not run)
         "misses_explained": explain_misses(spans, 1.0 / rate, collections, callbacks) if periodic else None,
+        # the executor thread's CPU: the callbacks' and its own between them (CallbackSpans)
+        "executor_cpu": executor,
     }, params
 
 
@@ -173,13 +176,20 @@ class CallbackSpans:
     """Every executor callback of the graph's nodes (subscriptions and timers) timed: its
     (start, end) on ``time.perf_counter`` and which it was, in a ring, so that a late cycle
     can be lined up with what the executor ran while it waited (the benchmark's own wrapper
-    around each callback: a few hundred nanoseconds each)."""
+    around each callback: a few hundred nanoseconds each).
+
+    Also the executor thread's CPU time (``time.thread_time``, so not inflated by the waits
+    for a core that a loaded machine adds to wall times): spent inside the callbacks, and in
+    all from the first callback's start to the last one's end; the difference is the
+    executor's own work between callbacks (building its wait set, taking and converting each
+    message, its task machinery): :meth:`executor_cpu`."""
 
     def __init__(self, nodes, size: int = 400000):
         self.spans = np.zeros((size, 2))
         self.which = np.zeros(size, np.intp)
         self.names = []
         self.n = 0
+        self.cpu = [0.0, None, None]        # CPU in callbacks, thread CPU at the first start, at the last end
         for node_name, node in nodes.items():
             for kind, entities in (("subscription", node.subscriptions), ("timer", node.timers)):
                 for e in entities:
@@ -191,17 +201,37 @@ class CallbackSpans:
     def _timed(self, callback, index):
         def timed(*args):
             t0 = time.perf_counter()
+            c0 = time.thread_time()
             try:
                 return callback(*args)
             finally:
+                c1 = time.thread_time()
                 i = self.n % len(self.which)
                 self.spans[i] = t0, time.perf_counter()
                 self.which[i] = index
                 self.n += 1
+                cpu = self.cpu
+                cpu[0] += c1 - c0
+                if cpu[1] is None:
+                    cpu[1] = c0
+                cpu[2] = c1
         return timed
 
     def clear(self) -> None:
         self.n = 0
+        self.cpu = [0.0, None, None]
+
+    def executor_cpu(self, seconds: float, cycles: int) -> dict:
+        """The executor thread's CPU since :meth:`clear` over ``seconds`` of wall time with
+        ``cycles`` control cycles: in all and in the callbacks (CPU seconds per second), and
+        the executor's own work between callbacks per control cycle (us). Every callback
+        must have run in one thread (a single-threaded executor)."""
+        inside, first, last = self.cpu
+        if first is None or seconds <= 0 or cycles <= 0:
+            return {}
+        total = last - first
+        return {"thread_cpu_s_per_s": round(total / seconds, 3), "callbacks_cpu_s_per_s": round(inside / seconds, 3),
+                "own_cpu_us_per_cycle": round(1e6 * (total - inside) / cycles, 1)}
 
     def between(self, a: float, b: float):
         """(label, ms) of the callbacks that ran within [a, b], longest first."""

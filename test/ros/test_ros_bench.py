@@ -1,6 +1,7 @@
 """``bench pipeline`` runs the one-process graph against a stand-in robot in its own process
 and prints the latency percentiles as JSON (numbers are reported, never asserted)."""
 import json
+import time
 from types import SimpleNamespace
 
 import numpy as np
@@ -58,3 +59,35 @@ def test_misses_are_explained_by_what_ran_in_the_wait():
     assert out["start_interval_ms_histogram"]["2-3"] == 1 and sum(out["start_interval_ms_histogram"].values()) == 11
     longest = out["late_starts_longest_callback_in_the_wait"]
     assert list(longest) == ["state_estimator timer 500 ms"] and longest["state_estimator timer 500 ms"]["ms_max"] == 1.6
+
+
+def _burn(cpu_seconds: float) -> None:
+    """Spin until this thread has used ``cpu_seconds`` of CPU (whatever the machine's load)."""
+    end = time.thread_time() + cpu_seconds
+    while time.thread_time() < end:
+        pass
+
+
+def test_executor_cpu_splits_the_callbacks_from_the_work_between_them():
+    """``bench pipeline``'s executor CPU account on a made-up executor: five calls of a timer
+    callback that uses 2 ms of CPU, with 3 ms of CPU spent between consecutive calls (what the
+    executor does between callbacks), then 7 ms after the last (outside the window)."""
+    class Timer:
+        timer_period_ns = 1_000_000
+
+        def __init__(self):
+            self.callback = lambda: _burn(2e-3)
+
+    node = SimpleNamespace(subscriptions=[], timers=[Timer()])
+    calls = bp.CallbackSpans({"whole_body_controller": node}, size=16)
+    for k in range(5):
+        if k:
+            _burn(3e-3)
+        node.timers[0].callback()
+    _burn(7e-3)
+    cpu = calls.executor_cpu(seconds=0.5, cycles=4)
+    assert abs(cpu["callbacks_cpu_s_per_s"] - 10e-3 / 0.5) < 2e-3           # 5 x 2 ms in 0.5 s
+    assert abs(cpu["thread_cpu_s_per_s"] - 22e-3 / 0.5) < 4e-3              # + 4 x 3 ms between
+    assert abs(cpu["own_cpu_us_per_cycle"] - 3000.0) < 500.0                # 12 ms over 4 cycles
+    calls.clear()
+    assert calls.executor_cpu(seconds=0.5, cycles=4) == {}                   # nothing since clear()
