@@ -54,6 +54,12 @@ def test_colcon_build_gives_the_ros_install_layout(tmp_path):
     assert (share / "launch" / "bringup.launch.py").is_file() and (share / "launch" / "sim.launch.py").is_file()
     assert (share / "robots" / "jethexa" / "jethexa.urdf").is_file()
     assert (prefix / "share" / "ament_index" / "resource_index" / "packages" / "hybrid_dynamics").is_file()
+    # every module of the checkout is installed: a folder without __init__.py is left out by
+    # find_packages (runtime/ was: the nodes of an install imported it from the checkout
+    # through pip's editable finder, and would not have started from the install alone)
+    site = next((prefix / "lib").glob("python3*/site-packages"))
+    assert {p.relative_to(REPO) for p in (REPO / "hybrid_dynamics").rglob("*.py")} <= \
+        {p.relative_to(site) for p in (site / "hybrid_dynamics").rglob("*.py")}
 
 
 BLAS_THREADS = """
