@@ -6,13 +6,9 @@ from setuptools import find_packages, setup
 
 PACKAGE = "hybrid_dynamics"
 
-# ros2 run hybrid_dynamics <node>; `hybrid-dynamics` is the command line tool
-NODES = {
-    "state_estimator": "hybrid_dynamics.ros.state_estimator:main",
-    "whole_body_controller": "hybrid_dynamics.ros.whole_body_controller:main",
-    "morphology_manager": "hybrid_dynamics.ros.morphology_manager:main",
-    "mujoco_sim": "hybrid_dynamics.ros.sim_node:main",
-}
+# ros2 run hybrid_dynamics <node> (hybrid_dynamics/ros/node_executables.py: the stop handlers
+# go in before the node's module is imported); `hybrid-dynamics` is the command line tool
+NODES = ("state_estimator", "whole_body_controller", "morphology_manager", "mujoco_sim")
 
 
 def tree(folder):
@@ -43,7 +39,7 @@ setup(
     license="BSD-3-Clause",
     tests_require=["pytest"],
     entry_points={
-        "console_scripts": [f"{name} = {target}" for name, target in NODES.items()]
+        "console_scripts": [f"{name} = hybrid_dynamics.ros.node_executables:{name}" for name in NODES]
         + ["hybrid-dynamics = hybrid_dynamics.cli:main"],
     },
 )

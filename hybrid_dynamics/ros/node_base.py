@@ -4,7 +4,6 @@ the manager's latched topic, and the ``ros2 run`` entry point."""
 from __future__ import annotations
 
 import gc
-import signal
 import sys
 from collections import Counter
 from typing import Dict
@@ -24,6 +23,7 @@ from ..model.robot import load_robot
 from . import params as P
 from .lean import LeanNode
 from .qos import LATCHED_QOS, STATE_QOS
+from .stop_signal import PROCESS_STOP
 
 
 class BaseNode(LeanNode):
@@ -126,27 +126,36 @@ def spin_node(cls, args=None) -> int:
     """``ros2 run`` entry point: one node of ``cls`` on a single-threaded executor.
 
     SIGINT and SIGTERM (``ros2 launch`` sends the first on Ctrl-C, the second on its timeout)
-    only set a flag, looked at between callbacks (every ``STOP_POLL`` s at least); the node
-    is then destroyed and the context shut down outside any callback. With rclpy's own
-    handlers the context went down in the middle of a callback (whose next publish then
-    raised) and a KeyboardInterrupt surfaced at whatever bytecode ran next, a ``Future``'s
-    ``__del__`` or the teardown itself: the morphology manager, busiest at that moment,
-    exited 1 now and then."""
-    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
-    stop = []
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, lambda *_: stop.append(True))
+    only set a flag (ros/stop_signal.py), looked at between callbacks (every ``STOP_POLL`` s
+    at least); the node is then destroyed and the context shut down outside any callback.
+    With rclpy's own handlers the context went down in the middle of a callback (whose next
+    publish then raised) and a KeyboardInterrupt surfaced at whatever bytecode ran next, a
+    ``Future``'s ``__del__`` or the teardown itself: the morphology manager, busiest at that
+    moment, exited 1 now and then. A signal before the node spins ends the start-up at once
+    (:class:`~hybrid_dynamics.ros.stop_signal.StopDuringStart`, or the flag if that was
+    dropped): exit 0, as a stop while spinning."""
+    stop = PROCESS_STOP.install()
+    node = None
     try:
+        rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
         node = cls()
+        executor = SingleThreadedExecutor()
+        executor.add_node(node)
+        freeze_startup_objects()
+        stop.started()
     except InputError as err:
         print(f"{cls.__name__}: error: {err}", file=sys.stderr)
         rclpy.try_shutdown()
         return 2
-    executor = SingleThreadedExecutor()
-    executor.add_node(node)
-    freeze_startup_objects()
+    except BaseException:
+        if not stop.requested:
+            raise
+        if node is not None:               # stopped while starting (whatever the interrupt became)
+            node.destroy_node()
+        rclpy.try_shutdown()
+        return 0
     try:
-        while not stop and rclpy.ok():
+        while not stop.requested and rclpy.ok():
             executor.spin_once(timeout_sec=STOP_POLL)
     finally:
         executor.shutdown()

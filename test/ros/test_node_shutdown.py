@@ -9,14 +9,18 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import rclpy
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import QoSProfile
+from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
-from process_graph import default_sigint
+from hybrid_dynamics.ros.qos import SENSOR_QOS
+
+from process_graph import Observer, default_sigint
 
 BUSY = """
 import numpy as np
@@ -69,3 +73,92 @@ def test_a_busy_node_stops_cleanly_on_sigint_at_any_moment():
         rclpy.try_shutdown()
     assert all(code == 0 and err == "" for _, code, err in results), results
     assert np.isfinite(np.array(got[-1].data)).all()
+
+
+SIM = "import sys; from hybrid_dynamics.ros.node_executables import mujoco_sim; sys.exit(mujoco_sim())"
+EXIT_BOUND = 20.0       # s of wall time a signalled node may take to exit (a bound, not a measured figure)
+
+
+def start_sim(log: Path, **params) -> subprocess.Popen:
+    """``mujoco_sim`` (jethexa) through its console script's entry point, its own process as
+    ``ros2 launch`` starts it; stdout and stderr to ``log``.out / .err."""
+    cmd = [sys.executable, "-c", SIM, "--ros-args", "-r", "__node:=mujoco_sim"]
+    for key, value in params.items():
+        cmd += ["-p", f"{key}:={str(value).lower() if isinstance(value, bool) else value}"]
+    with open(f"{log}.out", "w") as out, open(f"{log}.err", "w") as err:
+        return subprocess.Popen(cmd, env=dict(os.environ), stdout=out, stderr=err, preexec_fn=default_sigint)
+
+
+def interrupt(proc: subprocess.Popen, log: Path):
+    """SIGINT to a running ``proc``; (exit code, stderr), the code None if it did not exit
+    within :data:`EXIT_BOUND` (then killed)."""
+    assert proc.poll() is None, f"exited {proc.returncode} before the signal: {Path(f'{log}.err').read_text()}"
+    proc.send_signal(signal.SIGINT)
+    try:
+        code = proc.wait(timeout=EXIT_BOUND)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        code = None
+    return code, Path(f"{log}.err").read_text()
+
+
+def test_the_plant_node_exits_cleanly_on_sigint_in_every_state(tmp_path):
+    """The MuJoCo plant's process, signalled while starting (importing its module; building
+    and settling the plant, kept long with a 2000 s settle), lock-step waiting for its first
+    command, lock-step stepping on the commands of a stand-in controller, stepping on its
+    watchdog after that controller went quiet, and in real time: exit 0 within
+    :data:`EXIT_BOUND` every time, and nothing on stderr once it runs. Before the stop
+    handlers went in ahead of the node's imports (ros/node_executables.py) a signal while
+    importing exited -2 with a KeyboardInterrupt (or was dropped, and the node never
+    stopped), and one while settling waited for the whole settle."""
+    observer = Observer()
+    commands = observer.node.create_publisher(Float64MultiArray, "/effort_controller/commands", 10)
+    zero = Float64MultiArray(data=[0.0] * 18)
+    answering = [False]                  # the stand-in controller: a command for each joint state
+    observer.node.create_subscription(JointState, "/joint_states",
+                                      lambda _: answering[0] and commands.publish(zero), SENSOR_QOS)
+    watch = observer.watch
+    results = {}
+
+    def run(state, until, **params):
+        watch.clock = -1.0
+        log = tmp_path / state.replace(" ", "_")
+        proc = start_sim(log, **params)
+        until(proc)
+        results[state] = interrupt(proc, log) + (watch.clock,)
+
+    def clock_at(t):
+        def wait(proc):
+            deadline = time.monotonic() + 300.0
+            while watch.clock < t and proc.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.01)
+        return wait
+
+    def quiet_controller(proc):
+        clock_at(0.2)(proc)
+        answering[0] = False
+        t = watch.clock
+        clock_at(t + 0.005)(proc)        # five 1 ms steps of the watchdog (one per 50 ms)
+
+    try:
+        run("starting, importing", lambda _: time.sleep(0.3), lockstep=True, settle=2000.0)
+        run("starting, settling", lambda _: time.sleep(8.0), lockstep=True, settle=2000.0)
+        run("waiting for the first command", clock_at(0.0), lockstep=True, lockstep_timeout=60.0)
+        answering[0] = True
+        run("stepping on commands", clock_at(0.3), lockstep=True)
+        answering[0] = True
+        run("stepping after the controller went quiet", quiet_controller, lockstep=True, lockstep_timeout=0.05)
+        answering[0] = True
+        run("real time", clock_at(0.3))
+    finally:
+        observer.close()
+    print("\n" + "\n".join(f"{state}: exit {code}, clock {clock:.3f} s at the signal"
+                            for state, (code, _, clock) in results.items()))
+    for state, (code, err, clock) in results.items():
+        assert code == 0, f"{state}: exit {code} (None: still running {EXIT_BOUND} s after SIGINT)\n{err}"
+        if state.startswith("starting"):
+            assert clock < 0, f"{state}: the plant had published (clock {clock}): not starting"
+        else:
+            assert clock >= 0 and err == "", (state, clock, err)
+    assert results["stepping after the controller went quiet"][2] > 0.2

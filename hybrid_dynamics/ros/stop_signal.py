@@ -1,0 +1,58 @@
+"""SIGINT and SIGTERM in a node's process (``ros2 launch`` sends the first on Ctrl-C, the
+second on its timeout): a flag, installed before anything slow runs.
+
+While the node spins, a signal only sets :attr:`StopSignal.requested`, which the spin loop
+reads between callbacks (node_base.spin_node): the node is destroyed and the context shut
+down outside any callback. While the process is still starting (importing the node's module:
+numba kernels, MuJoCo, Pinocchio; building the model, settling the plant: seconds), the
+signal also raises :class:`StopDuringStart` so that start-up ends at once; the executable
+then exits 0 (node_executables.py).
+
+Why the flag is set as well: Python's own SIGINT handler raised KeyboardInterrupt at whatever
+bytecode ran next, and where that was a callback whose exceptions Python only reports (a
+ctypes callback of llvmlite loading a cached numba kernel, a ``__del__``), the interrupt was
+printed and dropped: the node finished starting, spun, and never stopped (a morphology
+manager signalled during its imports had to be killed after 20 s). A dropped
+:class:`StopDuringStart` leaves :attr:`requested` set, and the spin loop stops before its
+first callback.
+"""
+from __future__ import annotations
+
+import signal
+
+
+class StopDuringStart(BaseException):
+    """SIGINT or SIGTERM arrived before the node was spinning (a BaseException, as
+    KeyboardInterrupt, so that no ``except Exception`` of a library swallows it)."""
+
+
+class StopSignal:
+    """:meth:`install` puts the handlers in place (once per process); :meth:`started` when
+    the node spins; :attr:`requested` once a signal came. The first signal before
+    :meth:`started` raises :class:`StopDuringStart`; every other one only sets the flag."""
+
+    def __init__(self):
+        self.requested = False
+        self.starting = True
+        self._installed = False
+
+    def install(self) -> "StopSignal":
+        if not self._installed:
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                signal.signal(signum, self._on_signal)
+            self._installed = True
+        return self
+
+    def started(self) -> None:
+        """From now on a signal only sets the flag."""
+        self.starting = False
+
+    def _on_signal(self, signum, frame) -> None:
+        self.requested = True
+        if self.starting:
+            self.starting = False           # raised once: a second signal (SIGTERM after SIGINT) cannot
+            raise StopDuringStart(signal.Signals(signum).name)   # interrupt the clean-up of the first
+
+
+# the process's one handler pair (signal handlers are per process)
+PROCESS_STOP = StopSignal()
