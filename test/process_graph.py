@@ -134,7 +134,8 @@ class ProcessGraph:
 
     def stop(self, timeout: float = 30.0) -> Dict[str, int]:
         """SIGINT to every node (as ``ros2 launch`` on Ctrl-C); returns the exit codes
-        (a node still alive after ``timeout`` is killed and reported as -9)."""
+        (a node still alive after ``timeout`` is asked for its stacks, then killed and
+        reported as -9)."""
         for p in self.procs.values():
             if p.poll() is None:
                 p.send_signal(signal.SIGINT)
@@ -144,6 +145,8 @@ class ProcessGraph:
             try:
                 codes[name] = p.wait(max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
+                p.send_signal(signal.SIGUSR1)           # its threads' stacks to its stderr (ros/stop_signal.py)
+                time.sleep(1.0)
                 p.kill()
                 p.wait()
                 codes[name] = -9

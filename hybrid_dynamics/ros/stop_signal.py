@@ -15,10 +15,27 @@ printed and dropped: the node finished starting, spun, and never stopped (a morp
 manager signalled during its imports had to be killed after 20 s). A dropped
 :class:`StopDuringStart` leaves :attr:`requested` set, and the spin loop stops before its
 first callback.
+
+Whatever the process is doing when the first signal comes, it ends within :data:`STOP_BOUND`
+seconds: the signal also wakes a watcher thread (through ``signal.set_wakeup_fd``, written by
+the C-level handler even while the main thread is stuck in C code and never gets to the Python
+handler), which arms faulthandler's watchdog, a C thread of its own: a process still alive
+:data:`STOP_BOUND` s later writes every thread's Python stack to stderr and exits 1. A stop
+that hangs (once in about a dozen process-per-node runs, the MuJoCo plant's, at the end of a
+run; killed after 30 s with an empty stderr, where is not known) then says where it hung.
+SIGUSR1 writes the same stacks at any time (``kill -USR1 PID``; the test harness sends it
+before it kills a node).
 """
 from __future__ import annotations
 
+import faulthandler
 import signal
+import socket
+import threading
+
+# s from the first SIGINT or SIGTERM to the process's end, whatever it is doing (then exit 1 with
+# every thread's stack on stderr); a clean stop takes well under a second
+STOP_BOUND = 10.0
 
 
 class StopDuringStart(BaseException):
@@ -40,8 +57,23 @@ class StopSignal:
         if not self._installed:
             for signum in (signal.SIGINT, signal.SIGTERM):
                 signal.signal(signum, self._on_signal)
+            faulthandler.register(signal.SIGUSR1, all_threads=True)
+            self._watch_the_stop()
             self._installed = True
         return self
+
+    def _watch_the_stop(self) -> None:
+        """The first signal arms faulthandler's :data:`STOP_BOUND` watchdog, from a daemon
+        thread reading the wake-up socket the C-level handler writes to."""
+        receive, send = socket.socketpair()
+        send.setblocking(False)
+        signal.set_wakeup_fd(send.fileno(), warn_on_full_buffer=False)
+        self._wakeup = (receive, send)              # kept open for the process's life
+
+        def watch() -> None:
+            receive.recv(1)
+            faulthandler.dump_traceback_later(STOP_BOUND, exit=True)
+        threading.Thread(target=watch, name="stop_watchdog", daemon=True).start()
 
     def started(self) -> None:
         """From now on a signal only sets the flag."""

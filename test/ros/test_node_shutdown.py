@@ -19,6 +19,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
 from hybrid_dynamics.ros.qos import SENSOR_QOS
+from hybrid_dynamics.ros.stop_signal import STOP_BOUND
 
 from process_graph import Observer, default_sigint
 
@@ -75,8 +76,70 @@ def test_a_busy_node_stops_cleanly_on_sigint_at_any_moment():
     assert np.isfinite(np.array(got[-1].data)).all()
 
 
+
+STUCK = """
+import time
+from rclpy.node import Node
+from std_msgs.msg import Float64MultiArray
+from hybrid_dynamics.ros.node_base import spin_node
+
+def stuck_in_a_callback():
+    time.sleep(3600.0)
+
+class Stuck(Node):
+    def __init__(self):
+        super().__init__("stuck_node")
+        self.pub = self.create_publisher(Float64MultiArray, "/stuck/out", 10)
+        self.create_timer(0.01, self.tick)
+        self.n = 0
+    def tick(self):
+        if self.pub.get_subscription_count() == 0:     # counts from the observer's match on
+            return
+        self.n += 1
+        self.pub.publish(Float64MultiArray(data=[float(self.n)]))
+        if self.n == 50:
+            stuck_in_a_callback()
+
+raise SystemExit(spin_node(Stuck))
+"""
+
+
+def test_a_node_stuck_when_signalled_still_ends_and_says_where():
+    """A node whose callback never returns (a 1 h sleep: the main thread only sets the stop
+    flag between two sleeps and never gets back to its spin loop) ends within
+    ``STOP_BOUND`` of the SIGINT, exit 1, with its stack on stderr naming the callback
+    (ros/stop_signal.py); before, it slept on until killed, and said nothing."""
+    rclpy.init()
+    node = rclpy.create_node("stuck_observer")
+    got = []
+    node.create_subscription(Float64MultiArray, "/stuck/out", got.append, QoSProfile(depth=100))
+    executor = SingleThreadedExecutor()
+    executor.add_node(node)
+    proc = subprocess.Popen([sys.executable, "-c", STUCK], env=dict(os.environ), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint)
+    try:
+        deadline = time.monotonic() + 120.0
+        while (not got or got[-1].data[0] < 50) and time.monotonic() < deadline and proc.poll() is None:
+            executor.spin_once(timeout_sec=0.05)
+        assert got and got[-1].data[0] == 50, "the node never reached its stuck callback"
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGINT)
+        try:
+            _, err = proc.communicate(timeout=STOP_BOUND + 10.0)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            _, err = proc.communicate()
+            raise AssertionError(f"still running {STOP_BOUND + 10.0} s after SIGINT:\n{err}")
+    finally:
+        executor.shutdown()
+        node.destroy_node()
+        rclpy.try_shutdown()
+    assert proc.returncode == 1, (proc.returncode, err)
+    assert "stuck_in_a_callback" in err and "tick" in err, err
+
+
 SIM = "import sys; from hybrid_dynamics.ros.node_executables import mujoco_sim; sys.exit(mujoco_sim())"
-EXIT_BOUND = 20.0       # s of wall time a signalled node may take to exit (a bound, not a measured figure)
+EXIT_BOUND = 2 * STOP_BOUND     # s of wall time a signalled node may take to exit (a bound, not a measured figure)
 
 
 def start_sim(log: Path, **params) -> subprocess.Popen:
