@@ -134,9 +134,10 @@ def spin_node(cls, args=None) -> int:
     moment, exited 1 now and then. A signal before the node spins ends the start-up at once
     (:class:`~hybrid_dynamics.ros.stop_signal.StopDuringStart`, or the flag if that was
     dropped): exit 0, as a stop while spinning."""
-    stop = PROCESS_STOP.install()
+    stop = PROCESS_STOP
     node = None
     try:
+        stop.install()
         rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
         node = cls()
         executor = SingleThreadedExecutor()

@@ -24,8 +24,9 @@ NODES = {
 def run(executable: str) -> int:
     """The node of ``executable`` (a key of :data:`NODES`) until SIGINT or SIGTERM: its exit
     code; 0 when a signal ended it, before it spun too."""
-    stop = PROCESS_STOP.install()
+    stop = PROCESS_STOP
     try:
+        stop.install()
         module = importlib.import_module(NODES[executable])
     except BaseException:
         if stop.requested:                 # whatever the interrupt became inside the import

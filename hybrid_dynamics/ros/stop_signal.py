@@ -55,11 +55,11 @@ class StopSignal:
 
     def install(self) -> "StopSignal":
         if not self._installed:
-            for signum in (signal.SIGINT, signal.SIGTERM):
-                signal.signal(signum, self._on_signal)
-            faulthandler.register(signal.SIGUSR1, all_threads=True)
-            self._watch_the_stop()
             self._installed = True
+            self._watch_the_stop()
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                signal.signal(signum, self._on_signal)      # may raise StopDuringStart from here on
+            faulthandler.register(signal.SIGUSR1, all_threads=True)
         return self
 
     def _watch_the_stop(self) -> None:

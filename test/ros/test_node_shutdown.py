@@ -152,6 +152,19 @@ def start_sim(log: Path, **params) -> subprocess.Popen:
         return subprocess.Popen(cmd, env=dict(os.environ), stdout=out, stderr=err, preexec_fn=default_sigint)
 
 
+def handlers_installed(proc: subprocess.Popen) -> None:
+    """Wait until ``proc`` has its stop handlers (ros/stop_signal.py; SIGUSR1 caught, which
+    only they set up): the few hundred milliseconds before, the interpreter itself is starting
+    and a SIGINT still meets Python's own handler."""
+    deadline = time.monotonic() + 120.0
+    while proc.poll() is None and time.monotonic() < deadline:
+        with open(f"/proc/{proc.pid}/status") as f:
+            caught = int(next(line for line in f if line.startswith("SigCgt:")).split()[1], 16)
+        if caught >> (signal.SIGUSR1 - 1) & 1:
+            return
+        time.sleep(0.005)
+
+
 def interrupt(proc: subprocess.Popen, log: Path):
     """SIGINT to a running ``proc``; (exit code, stderr), the code None if it did not exit
     within :data:`EXIT_BOUND` (then killed)."""
@@ -167,8 +180,9 @@ def interrupt(proc: subprocess.Popen, log: Path):
 
 
 def test_the_plant_node_exits_cleanly_on_sigint_in_every_state(tmp_path):
-    """The MuJoCo plant's process, signalled while starting (importing its module; building
-    and settling the plant, kept long with a 2000 s settle), lock-step waiting for its first
+    """The MuJoCo plant's process, signalled while starting (importing its module, as soon as
+    its stop handlers are in place; building and settling the plant, kept long with a 2000 s
+    settle), lock-step waiting for its first
     command, lock-step stepping on the commands of a stand-in controller, stepping on its
     watchdog after that controller went quiet, and in real time: exit 0 within
     :data:`EXIT_BOUND` every time, and nothing on stderr once it runs. Before the stop
@@ -205,7 +219,7 @@ def test_the_plant_node_exits_cleanly_on_sigint_in_every_state(tmp_path):
         clock_at(t + 0.005)(proc)        # five 1 ms steps of the watchdog (one per 50 ms)
 
     try:
-        run("starting, importing", lambda _: time.sleep(0.3), lockstep=True, settle=2000.0)
+        run("starting, importing", handlers_installed, lockstep=True, settle=2000.0)
         run("starting, settling", lambda _: time.sleep(8.0), lockstep=True, settle=2000.0)
         run("waiting for the first command", clock_at(0.0), lockstep=True, lockstep_timeout=60.0)
         answering[0] = True
