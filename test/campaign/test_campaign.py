@@ -352,6 +352,28 @@ def test_a_pair_lost_while_the_other_tripod_swings_is_found_as_the_body_starts_t
     assert float(row["detection_latency_s"]) >= 0.05 and row["outcome"] == "fell", row
 
 
+def test_three_legs_lost_hidden_are_found_together_as_the_body_falls(tmp_path):
+    """Legs 1, 3 and 6 lost at once (undeclared, jethexa_tripod): the IMU says the body falls
+    and the three legs' encoders stop. Two legs at most were blamed at once, the third found
+    only after the 0.3 s holdoff that follows a detection, and meanwhile the planner caught
+    the body on a morphology that still counted it: the edge hit the floor at 0.54 m/s. On a
+    fall's evidence three legs may go together (``falling_max_legs``): the three are found in
+    one decision within 25 ms of the loss and the robot stands on the three feet left, nothing
+    but the feet touching the floor (MuJoCo's contacts)."""
+    spec = load_campaign("jethexa_tripod")
+    run = next(r for r in expand(spec, load_robot(spec.robot), 1.3)
+               if r.fault.id == "leg1+leg3+leg6" and not r.declared)
+    sim = ScenarioRun(scenario_of(spec, run), tmp_path / "run", progress=False, bag=False, plots=False,
+                      low_fraction=REST_FRACTION)
+    row = measure(sim, sim.run(), run)
+    detections = sim.detector.detections
+    assert sorted(d.describe() for d in detections) == ["leg1 lost", "leg3 lost", "leg6 lost"]
+    assert len({d.t for d in detections}) == 1 and all(d.falling for d in detections)
+    assert float(row["detection_latency_s"]) <= 0.025, row
+    assert row["outcome"] == "stood" and row["touchdown_speed_mps"] is None, row
+    assert sim.plant.body_touch is None and row["max_tilt_deg"] < 10.0, row
+
+
 def test_a_landing_leg_is_not_convicted_on_a_falls_short_evidence(tmp_path):
     """Leg 6 lost (undeclared) at phase 2: the body dips and the IMU says it falls. Leg 2,
     landing, moves slowly at its touch-down; on the falling settings' 20 ms of encoders its
