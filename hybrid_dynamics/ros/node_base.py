@@ -4,9 +4,11 @@ the manager's latched topic, and the ``ros2 run`` entry point."""
 from __future__ import annotations
 
 import gc
+import os
 import sys
+import traceback
 from collections import Counter
-from typing import Dict
+from typing import Dict, NoReturn, Optional
 
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
@@ -122,8 +124,10 @@ def freeze_startup_objects() -> None:
 STOP_POLL = 0.1       # s: the longest the executor waits before it looks at the stop flag
 
 
-def spin_node(cls, args=None) -> int:
-    """``ros2 run`` entry point: one node of ``cls`` on a single-threaded executor.
+def spin_node(cls, args=None) -> NoReturn:
+    """``ros2 run`` entry point: one node of ``cls`` on a single-threaded executor, then the
+    process ends (:func:`leave_process`; exit 0 after a stop, 2 on an ``InputError``, 1 with
+    the traceback on an error in a callback).
 
     SIGINT and SIGTERM (``ros2 launch`` sends the first on Ctrl-C, the second on its timeout)
     only set a flag (ros/stop_signal.py), looked at between callbacks (every ``STOP_POLL`` s
@@ -146,20 +150,41 @@ def spin_node(cls, args=None) -> int:
         stop.started()
     except InputError as err:
         print(f"{cls.__name__}: error: {err}", file=sys.stderr)
-        rclpy.try_shutdown()
-        return 2
+        leave_process(node, 2)
     except BaseException:
         if not stop.requested:
             raise
-        if node is not None:               # stopped while starting (whatever the interrupt became)
-            node.destroy_node()
-        rclpy.try_shutdown()
-        return 0
+        leave_process(node, 0)             # stopped while starting (whatever the interrupt became)
+    code = 0
     try:
         while not stop.requested and rclpy.ok():
             executor.spin_once(timeout_sec=STOP_POLL)
-    finally:
-        executor.shutdown()
+    except BaseException:
+        traceback.print_exc()
+        code = 1
+    executor.shutdown()
+    leave_process(node, code)
+
+
+def leave_process(node: Optional[LeanNode], code: int) -> NoReturn:
+    """Destroy ``node`` (its publishers, subscriptions, timers, services: its peers are told
+    they are gone) but for its own rcl handle, shut the context down, and end the process with
+    ``code`` there, without running ``rcl_node_fini``. That call deletes the process's DDS
+    participant (rmw_fastrtps deletes it with a context's last node), and it hung: about once
+    in 50 stops of the whole process-per-node graph, the plant's main thread stayed inside it
+    for good, holding the GIL, while its peers were leaving at the same moment (py-spy;
+    docs/launch.md "Stopping"). The participant now goes with the process: the peers drop it
+    when its lease ends, and until then list the node's name (not its topics)."""
+    if node is None:
+        rclpy.try_shutdown()
+        _exit(code)
+    with node.handle:                      # held: destroy_node leaves the rcl node alive
         node.destroy_node()
         rclpy.try_shutdown()
-    return 0
+        _exit(code)
+
+
+def _exit(code: int) -> NoReturn:
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
