@@ -100,6 +100,7 @@ class Layout:
         self.nf = off
         self.nx = n + off
         self.act = f.joints.v_cols
+        self.n_act = len(self.act)
         u = f.state.unactuated                  # rows of the dynamics with no actuator
         self.n_unactuated = len(u)
         self.unactuated_rows = np.asarray(u, np.intp)

@@ -206,9 +206,9 @@ class ModelUpdate:
         if self._oMi is not None:
             full = self._J6_full
             J, dJ = self._terms[2:] if self._terms is not None else (data.J, data.dJ)
-            kernels.contact_frames(self._oMi, self._fjoint, self._fplace, self._support, J, dJ,
-                                   v_full, self._cols, self.J6_stack if full is None else full,
-                                   self.drift_stack, self.frame_R, self.frame_p)
+            kernels.CONTACT_FRAMES(self._oMi, self._fjoint, self._fplace, self._support, J, dJ, v_full,
+                                   self._cols, self.J6_stack if full is None else full, self.drift_stack,
+                                   self.frame_R, self.frame_p)
             if full is not None:         # closed chains: J G_f, drift + J d
                 np.matmul(full, self.G, out=self.J6_stack)
                 self.drift_stack += full @ self.d

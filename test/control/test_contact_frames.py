@@ -75,3 +75,18 @@ def test_contact_frames_of_a_damaged_robot():
     q = mmap.reduce_q(pin.integrate(robot.model, robot.q_stand, 0.1 * rng.standard_normal(robot.model.nv)))
     st.update(q, rng.standard_normal(mmap.nv))
     assert check(st) > 1e-3
+
+
+def test_contact_frames_entry_point_takes_strided_float64_and_refuses_other_dtypes():
+    """The model update calls the kernel's compiled entry point (no dispatcher): a strided
+    float64 ``v`` gives Pinocchio's terms; a float32 ``v`` (which Pinocchio itself accepts) is
+    refused with a TypeError, as the dispatcher refused it, not read as float64 bytes."""
+    robot = load_robot("solo12")
+    st = WholeBodyController(robot, {"solver": "daqp"}).formulation.state
+    s = wl.workload(robot, "walk", 60)[30]
+    v_strided = np.repeat(s.v, 2)[::2]
+    assert not v_strided.flags.c_contiguous
+    st.update(s.q, v_strided)
+    assert check(st) > 1e-3
+    with pytest.raises(TypeError):
+        st.update(s.q, s.v.astype(np.float32))

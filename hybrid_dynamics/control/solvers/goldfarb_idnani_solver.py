@@ -32,13 +32,12 @@ class GoldfarbIdnaniSolver(QPSolver):
     def __init__(self, settings: dict):
         self.max_iter = int(settings.get("max_iter", 1000))
         self.tol = float(settings.get("feasibility_tol", 1e-9))
-        self.warm = {}               # structure key -> active inequality sides of its last solve
-        self._work = {}              # structure key -> (memory the sides are written to, the
-        #                              last Hessian factored and its L^-1)
+        self._work = {}              # structure key -> [active inequality sides of its last
+        #                              solve (warm start), memory the sides are written to, the
+        #                              last Hessian factored, its L^-1]: one look-up a cycle
         self.shortcuts = 0           # cycles that ended at the equality-constrained minimiser
 
     def reset(self) -> None:
-        self.warm.clear()
         self._work.clear()
 
     def solve(self, p, fill=None) -> SolveResult:
@@ -46,29 +45,26 @@ class GoldfarbIdnaniSolver(QPSolver):
         with this backend's warm start and workspace and computes the actuated torques in one
         compiled call (control/assembly.py ``fill_and_solve``); they come back in
         ``SolveResult.torques``."""
-        key = p.key
-        work = self._work.get(key)
+        work = self._work.get(p.key)
         if work is None:
-            work = self._work[key] = (np.zeros(p.nx, np.intp), np.full((p.nx, p.nx), np.nan), np.zeros((p.nx, p.nx)))
+            nx = p.nx
+            work = self._work[p.key] = [NO_WARM, np.zeros(nx, np.intp), np.full((nx, nx), np.nan), np.zeros((nx, nx))]
         x = np.empty(p.nx)
-        warm = self.warm.get(key, NO_WARM)
         torques = None
         try:
             if fill is None:
                 k, status, iterations, residual = das.solve(
-                    p.H, p.g, p.A, p.b, p.C, p.l, p.u, warm, self.max_iter, self.tol, x, *work)
+                    p.H, p.g, p.A, p.b, p.C, p.l, p.u, work[0], self.max_iter, self.tol, x, work[1], work[2], work[3])
             else:
-                tau = np.empty(len(p.act))
-                k, status, iterations, residual, finite = fill[0](*fill[1], warm, self.max_iter, self.tol, x,
-                                                                  *work, tau)
+                tau = np.empty(p.n_act)
+                k, status, iterations, residual, finite = fill[0](*fill[1], work[0], self.max_iter, self.tol, x,
+                                                                  work[1], work[2], work[3], tau)
                 torques = (tau, finite)
         except np.linalg.LinAlgError:
             return SolveResult(np.zeros(p.nx), False, "Hessian not positive definite", 0, False)
-        ok = status == das.SOLVED
-        if ok:
-            self.warm[key] = work[0][:k]
+        if status == das.SOLVED:
+            work[0] = work[1][:k]
             self.shortcuts += not k
-        else:                        # never warm-start from a failed solve
-            self.warm.pop(key, None)
-        return SolveResult(x, ok, STATUS[status], int(iterations), status in FAILED,
-                           exact=ok and residual <= EXACT, torques=torques if ok else None)
+            return SolveResult(x, True, "solved", iterations, False, residual <= EXACT, torques)
+        work[0] = NO_WARM            # never warm-start from a failed solve
+        return SolveResult(x, False, STATUS[status], iterations, status in FAILED)
