@@ -169,6 +169,8 @@ def test_a_node_stuck_when_signalled_still_ends_and_says_where():
             _, err = proc.communicate()
             raise AssertionError(f"still running {STOP_BOUND + 10.0} s after SIGINT:\n{err}")
     finally:
+        if proc.poll() is None:             # a failed wait above: the node would sleep on for an hour
+            proc.kill()
         executor.shutdown()
         node.destroy_node()
         rclpy.try_shutdown()
