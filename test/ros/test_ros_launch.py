@@ -2,6 +2,7 @@
 installable from PyPI): every node they start exists (an entry point of setup.py or a
 standard ROS package), every file they pass exists, robot_state_publisher gets the URDF and
 the estimator's full joint states; the rviz config shows the model, markers and odometry."""
+import ast
 import runpy
 import sys
 import types
@@ -64,11 +65,12 @@ def fake_launch(monkeypatch):
 
 
 def _setup_nodes():
-    text = (REPO / "setup.py").read_text()
-    ns = {}
-    start = text.index("NODES = {")
-    exec(text[start:text.index("}", start) + 1], ns)
-    return ns["NODES"]
+    """The node executables setup.py installs (its ``NODES`` literal, whatever its container)."""
+    tree = ast.parse((REPO / "setup.py").read_text())
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Assign) and any(getattr(t, "id", None) == "NODES" for t in stmt.targets):
+            return set(ast.literal_eval(stmt.value))
+    raise AssertionError("setup.py has no NODES = ... literal")
 
 
 def test_bringup_starts_the_nodes_with_the_robot_config(fake_launch):
