@@ -168,8 +168,15 @@ def test_fuzz_graph(graph, specs):
 
 
 def test_diagnostics_count_every_rejection_by_field(graph):
-    """After the fuzz (module order), /diagnostics reports exactly the controller's counts."""
+    """After the fuzz (module order), /diagnostics reports exactly the controller's counts;
+    three absurd messages of its own first, so that it compares counts run alone too."""
     ctrl = graph.nodes[CTRL]
+    spec = next(iter(ABSURD.values()))
+    field = next(iter(spec.fields))
+    before = ctrl.fault_fields[field]
+    for _ in range(3):
+        _send(graph, spec)
+    assert graph.spin_until(lambda: ctrl.fault_fields[field] == before + 3, timeout=5.0)
     assert sum(ctrl.fault_fields.values()) == sum(ctrl.state.rejected_fields.values()) > 0
     assert graph.spin_until(lambda: _diagnostics_agree(graph), timeout=5.0)
     _check_commands(graph)
