@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +25,32 @@ from hybrid_dynamics.ros.stop_signal import STOP_BOUND
 from process_graph import Observer, default_sigint
 
 EXIT_BOUND = 2 * STOP_BOUND     # s of wall time a signalled node may take to exit (a bound, not a measured figure)
+
+
+def start_script(script: str) -> subprocess.Popen:
+    """``python -c script`` in its own process with SIGINT at its default, as ``ros2 launch``
+    starts a node; stdout and stderr piped (text)."""
+    return subprocess.Popen([sys.executable, "-c", script], env=dict(os.environ), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint)
+
+
+@contextmanager
+def subscribed(name: str, topic: str, depth: int):
+    """A node ``name`` of this process subscribed to ``topic`` (Float64MultiArray): yields the
+    list its messages are appended to and the executor to spin it with."""
+    rclpy.init()
+    node = rclpy.create_node(name)
+    got = []
+    node.create_subscription(Float64MultiArray, topic, got.append, QoSProfile(depth=depth))
+    executor = SingleThreadedExecutor()
+    executor.add_node(node)
+    try:
+        yield got, executor
+    finally:
+        executor.shutdown()
+        node.destroy_node()
+        rclpy.try_shutdown()
+
 
 BUSY = """
 import numpy as np
@@ -50,18 +77,11 @@ raise SystemExit(spin_node(Busy))
 
 
 def test_a_busy_node_stops_cleanly_on_sigint_at_any_moment():
-    rclpy.init()
-    node = rclpy.create_node("busy_observer")
-    got = []
-    node.create_subscription(Float64MultiArray, "/busy/out", got.append, QoSProfile(depth=10))
-    executor = SingleThreadedExecutor()
-    executor.add_node(node)
     results = []
-    try:
+    with subscribed("busy_observer", "/busy/out", 10) as (got, executor):
         for delay in (0.0, 0.0037, 0.0171, 0.2):
             got.clear()
-            proc = subprocess.Popen([sys.executable, "-c", BUSY], env=dict(os.environ), stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint)
+            proc = start_script(BUSY)
             deadline = time.monotonic() + 120.0
             while len(got) < 50 and time.monotonic() < deadline and proc.poll() is None:
                 executor.spin_once(timeout_sec=0.05)
@@ -70,10 +90,6 @@ def test_a_busy_node_stops_cleanly_on_sigint_at_any_moment():
             proc.send_signal(signal.SIGINT)
             out, err = proc.communicate(timeout=60)
             results.append((delay, proc.returncode, err))
-    finally:
-        executor.shutdown()
-        node.destroy_node()
-        rclpy.try_shutdown()
     assert all(code == 0 and err == "" for _, code, err in results), results
     assert np.isfinite(np.array(got[-1].data)).all()
 
@@ -88,8 +104,7 @@ def test_a_stopped_node_leaves_its_participant_to_the_process_end():
     dropped it with the publishers."""
     rclpy.init()
     node = rclpy.create_node("participant_observer")
-    proc = subprocess.Popen([sys.executable, "-c", BUSY], env=dict(os.environ), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint)
+    proc = start_script(BUSY)
     try:
         deadline = time.monotonic() + 120.0
         while not (node.get_publishers_info_by_topic("/busy/out") and "busy_node" in node.get_node_names()) \
@@ -147,33 +162,24 @@ def test_a_node_stuck_when_signalled_still_ends_and_says_where():
     flag between two sleeps and never gets back to its spin loop) ends within
     ``STOP_BOUND`` of the SIGINT, exit 1, with its stack on stderr naming the callback
     (ros/stop_signal.py); before, it slept on until killed, and said nothing."""
-    rclpy.init()
-    node = rclpy.create_node("stuck_observer")
-    got = []
-    node.create_subscription(Float64MultiArray, "/stuck/out", got.append, QoSProfile(depth=100))
-    executor = SingleThreadedExecutor()
-    executor.add_node(node)
-    proc = subprocess.Popen([sys.executable, "-c", STUCK], env=dict(os.environ), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint)
-    try:
-        deadline = time.monotonic() + 120.0
-        while (not got or got[-1].data[0] < 50) and time.monotonic() < deadline and proc.poll() is None:
-            executor.spin_once(timeout_sec=0.05)
-        assert got and got[-1].data[0] == 50, "the node never reached its stuck callback"
-        time.sleep(0.5)
-        proc.send_signal(signal.SIGINT)
+    with subscribed("stuck_observer", "/stuck/out", 100) as (got, executor):
+        proc = start_script(STUCK)
         try:
-            _, err = proc.communicate(timeout=STOP_BOUND + 10.0)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            _, err = proc.communicate()
-            raise AssertionError(f"still running {STOP_BOUND + 10.0} s after SIGINT:\n{err}")
-    finally:
-        if proc.poll() is None:             # a failed wait above: the node would sleep on for an hour
-            proc.kill()
-        executor.shutdown()
-        node.destroy_node()
-        rclpy.try_shutdown()
+            deadline = time.monotonic() + 120.0
+            while (not got or got[-1].data[0] < 50) and time.monotonic() < deadline and proc.poll() is None:
+                executor.spin_once(timeout_sec=0.05)
+            assert got and got[-1].data[0] == 50, "the node never reached its stuck callback"
+            time.sleep(0.5)
+            proc.send_signal(signal.SIGINT)
+            try:
+                _, err = proc.communicate(timeout=STOP_BOUND + 10.0)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                _, err = proc.communicate()
+                raise AssertionError(f"still running {STOP_BOUND + 10.0} s after SIGINT:\n{err}")
+        finally:
+            if proc.poll() is None:             # a failed wait above: the node would sleep on for an hour
+                proc.kill()
     assert proc.returncode == 1, (proc.returncode, err)
     assert "stuck_in_a_callback" in err and "tick" in err, err
 
