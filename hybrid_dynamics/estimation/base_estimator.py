@@ -139,7 +139,7 @@ class BaseEstimator:
             variances[index] = sigma ** 2
         self._variances = variances
         self._compile_step()
-        self.feet = FootKinematics(self.model, self.frame_ids)
+        self.feet = FootKinematics(self.model, self.frame_ids)     # the legs' own foot positions and velocities, base at the origin
         self._R, self._w_b, self._a_w = np.empty((3, 3)), np.empty(3), np.empty(3)   # this cycle's, base_frame
         self.health = EstimatorHealth()
         self.reset()
@@ -166,13 +166,6 @@ class BaseEstimator:
         """Contacts that exist in the current morphology (others are never measured)."""
         keep = set(frames)
         self.active = np.array([f in keep for f in self.frames], dtype=bool)
-
-    # ------------------------------------------------------------------ kinematics
-    def leg_kinematics(self, qj: np.ndarray, vj: np.ndarray):
-        """Foot positions ``r`` (nc, 3) and velocities ``rd`` (nc, 3) in the base frame, with
-        the base fixed at the origin (so they are the legs' own contribution):
-        estimation/foot_kinematics.py."""
-        return self.feet(qj, vj)
 
     # ------------------------------------------------------------------ update
     def update(self, t: float, qj: np.ndarray, vj: np.ndarray, imu: ImuSample,
