@@ -44,7 +44,7 @@ from hybrid_dynamics.soft.compiled import compiled
 from hybrid_dynamics.soft.kinematics import symbolic_points
 from hybrid_dynamics.soft.module import Module
 from hybrid_dynamics.soft.spec import build_module
-from hybrid_dynamics.soft.symbolic import skew
+from hybrid_dynamics.soft.symbolic import segment, skew
 from hybrid_dynamics.soft.tree import SoftTree
 
 LOCAL = pin.ReferenceFrame.LOCAL
@@ -68,28 +68,46 @@ class _LeafTree:
         self._spring = ca.Function("leaf_spring", [q, v], [(ca.jacobian(s, q) @ G)[:, 6:],
                                                            ca.jacobian(s, v)[:, 6:]]).expand()
         self.contact = contact
-        self._point = None if contact is None else self._point_function(tree.modules[contact[0]], contact[1])
+        self._point = None if contact is None else self._point_function(tree, tree.modules[contact[0]].name, contact[1])
         self.ns = tree.nv - 6
         self.compiled = False
         self._maps: Dict[int, Tuple[ca.Function, Optional[ca.Function], ca.Function]] = {}
         self.shape, self.shape_counts = self._shape_function(tree)
 
     @staticmethod
-    def _point_function(module: Module, x: np.ndarray) -> ca.Function:
-        """(q_m, v_m, R, V_F, A_b) -> the material point x of the module hung from the root
-        frame F (joint then body map, [Pustina 2024, Eq. (2)]) in world axes: its offset R r
-        from F, the 3 x 6 map X of F's LOCAL twist to its velocity, R J_r (its deformation
-        columns) and ``Jdot v`` (contact_points' docstring)."""
-        qm, vm = ca.SX.sym("q", module.nq), ca.SX.sym("v", module.nv)
+    def _point_function(tree: SoftTree, name: str, x: np.ndarray) -> ca.Function:
+        """(q_g, v_g, R, V_F, A_b) -> the material point x of module ``name``, hung from the
+        root frame F directly or through a chain of other soft modules: its offset R r from F
+        in world axes (r: the distal frames of the chain above the module composed from F,
+        [Pustina 2024, Eq. (9)], then the module's joint and body map, Eq. (2)), the 3 x 6 map
+        X of F's LOCAL twist to its velocity, R J_r (the columns of every soft coordinate of
+        the root: q_g and v_g, the tree's q and v after F's) and ``Jdot v`` (contact_points'
+        docstring)."""
+        qg, vg = ca.SX.sym("q", tree.nq - 7), ca.SX.sym("v", tree.nv - 6)
         R, V, A = ca.SX.sym("R", 3, 3), ca.SX.sym("V", 6), ca.SX.sym("A", 6)
-        qJ, qB = qm[:module.joint.nq], qm[module.joint.nq:]
-        RJ, tJ = module.joint.transform(qJ)
-        r = tJ + RJ @ module.body.map_points(np.array([x]), qB)[0]
-        Jr = ca.jacobian(r, qm)
-        rd, w = Jr @ vm, V[3:]
+
+        def own(j):                                  # module j's coordinates within q_g
+            return segment(qg, tree.qslice[j].start - 7, tree.qslice[j].stop - 7)
+
+        i = tree.module_index(name)
+        chain, j = [], tree.parent[i]
+        while j > 0:                                 # the modules between F (module 0) and i
+            chain.append(j)
+            j = tree.parent[j]
+        Rp, tp = ca.SX.eye(3), ca.SX.zeros(3)
+        for j in reversed(chain):
+            Rj, tj = tree.transforms[j](own(j))
+            Rp, tp = Rp @ Rj, tp + Rp @ tj
+        module = tree.modules[i]
+        RJ, tJ = module.joint.transform(segment(own(i), 0, module.joint.nq))
+        local = module.body.map_points(np.array([x]), segment(own(i), module.joint.nq, module.nq))[0]
+        r = tp + Rp @ (tJ + RJ @ local)
+        qd = tree.symbolic_qdot(ca.vertcat(ca.SX.zeros(7), qg), ca.vertcat(ca.SX.zeros(6), vg))[7:]
+        Jr = ca.jacobian(ca.jtimes(r, qg, qd), vg)
+        rd, w = Jr @ vg, V[3:]
         bias = R @ (A[:3] + ca.cross(w, V[:3]) + ca.cross(A[3:], r) + ca.cross(w, ca.cross(w, r))
-                    + 2 * ca.cross(w, rd) + ca.jtimes(rd, qm, vm))
-        return ca.Function("leaf_point", [qm, vm, R, V, A],
+                    + 2 * ca.cross(w, rd) + ca.jtimes(rd, qg, qd))
+        return ca.Function("leaf_point", [qg, vg, R, V, A],
                            [R @ r, R @ ca.horzcat(ca.SX.eye(3), -skew(r)), R @ Jr, bias])
 
     @staticmethod
@@ -208,19 +226,22 @@ class SoftLeaves:
 
     @staticmethod
     def _build(robot, group) -> _LeafTree:
+        """The soft tree of one root's modules (a chain or tree of any depth, the contact on
+        any of them); a module with a relaxed distal face must be the last of its chain (its
+        face is not a frame a child can hang from, [Pustina 2024, Assumption 2])."""
         modules = [Module("root", FreeFlyerJoint(), RigidBody(0.0))]
         local = {s.name: f"m{i}" for i, s in enumerate(group)}
         for s in group:
             module = build_module(robot.soft_doc, s.where, s.block, local.get(s.parent, "root"), s.joint)
             module.name = local[s.name]
             modules.append(module)
+            carried = [c.name for c in group if c.parent == s.name]
+            if module.body.relax_face and carried:
+                raise robot.soft_doc.error(f"soft module '{s.name}': its distal face is relaxed (relax_face), "
+                                           f"so it must be the last of its chain; '{carried[0]}' hangs from it",
+                                           *s.where, "body", "relax_face")
         tree = SoftTree(modules, gravity=np.array(robot.model.gravity.linear))
         touching = [(i, s) for i, s in enumerate(group, start=1) if s.has_contact]
-        for i, s in touching:
-            if s.parent is not None:
-                raise robot.soft_doc.error(f"soft module '{s.name}': a contact point must be on a module "
-                                           "hung from a rigid frame (frame:), not from another soft module",
-                                           *s.where, "contact")
         return _LeafTree(tree, (touching[0][0], touching[0][1].contact) if touching else None)
 
     @property
@@ -306,10 +327,11 @@ class SoftLeaves:
         """World positions (k, 3), Jacobians (3k x nv, world linear velocity of each contact
         material point) and ``Jdot v`` (3k) of the contact points, root by root. With r the
         point in its root frame F (rotation R, LOCAL twist (v_F, w), bias acceleration
-        (a_b, alpha_b)) and r' = J_r v_m its velocity there:
+        (a_b, alpha_b)), v_g the speeds of every soft module hung from F (the point's module
+        and the chain above it) and r' = J_r v_g its velocity in F:
 
             J = R [J_F,lin - [r]x J_F,ang | J_r],
-            Jdot v = R (a_b + w x v_F + alpha_b x r + w x (w x r) + 2 w x r' + Jdot_r v_m)
+            Jdot v = R (a_b + w x v_F + alpha_b x r + w x (w x r) + 2 w x r' + Jdot_r v_g)
         """
         if not updated:
             self.update(q, v)
@@ -318,24 +340,20 @@ class SoftLeaves:
         for t, roots, (_, point_fn, _) in zip(self.trees, self.tree_roots, self.calls):
             if point_fn is None:
                 continue
-            i = t.contact[0]
-            qs = slice(t.tree.qslice[i].start - 7, t.tree.qslice[i].stop - 7)
-            vs = slice(t.tree.vslice[i].start - 6, t.tree.vslice[i].stop - 6)
-            Qm = np.column_stack([self._q_s[self.group_slices[g]][qs] for g in roots])
-            Vm = np.column_stack([self._v_s[self.group_slices[g]][vs] for g in roots])
-            k, nm = len(roots), Vm.shape[0]
+            Qg = np.column_stack([self._q_s[self.group_slices[g]] for g in roots])
+            Vg = np.column_stack([self._v_s[self.group_slices[g]] for g in roots])
+            k = len(roots)
             G6 = np.array([np.arange(6 * g, 6 * g + 6) for g in roots])
             Rf = np.hstack([self.data.oMf[self.root_ids[g]].rotation for g in roots])
-            off, X, Js, bias = (np.array(x) for x in point_fn(Qm, Vm, Rf, self.V[G6].T, self.A_b[G6].T))
+            off, X, Js, bias = (np.array(x) for x in point_fn(Qg, Vg, Rf, self.V[G6].T, self.A_b[G6].T))
             Jrig = np.einsum("kij,kjn->kin", X.reshape(3, k, 6).transpose(1, 0, 2), self.J[G6])
-            Jsoft = Js.reshape(3, k, nm).transpose(1, 0, 2)
+            Jsoft = Js.reshape(3, k, t.ns).transpose(1, 0, 2)
             pos = np.array([self.data.oMf[self.root_ids[g]].translation for g in roots]) + off.T
             bias = bias.T
             for c, g in enumerate(roots):
                 J = np.zeros((3, self.nv))
                 J[:, :r0] = Jrig[c]
-                start = r0 + self.group_slices[g].start + vs.start
-                J[:, start:start + nm] = Jsoft[c]
+                J[:, r0 + self.group_slices[g].start:r0 + self.group_slices[g].stop] = Jsoft[c]
                 rows[g] = (pos[c], J, bias[c])
         order = [rows[g] for g in sorted(rows)]
         if not order:                              # every contact module was lost with its link
