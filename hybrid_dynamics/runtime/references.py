@@ -26,7 +26,7 @@ def to_references(ref):
     return References(
         com=Target(ref.com_position, ref.base_linear_velocity, ref.base_linear_acceleration),
         base_orientation=None if ref.base_orientation is None else
-        OrientationTarget(ref.base_orientation, ref.base_angular_velocity),
+        OrientationTarget(ref.base_orientation, ref.base_angular_velocity, ref.base_angular_acceleration),
         swing_feet={f: Target(x.position, x.velocity, x.acceleration) for f, x in ref.feet.items() if not x.stance})
 
 
@@ -91,7 +91,8 @@ class GaitCore:
         if not self.started:
             self.start(t, q)
         com, vcom = self._measured_com(q, estimate.v)
-        ref = self.planner.update(t, estimate.feet, com, vcom)
+        R = pin.Quaternion(q[6], q[3], q[4], q[5]).toRotationMatrix()
+        ref = self.planner.update(t, estimate.feet, com, vcom, R, R @ estimate.v[3:6])
         self.reference = ref
         self.stance = {f: ref.feet[f].stance if f in ref.feet else False for f in self.frames}
         return to_references(ref), self.stance

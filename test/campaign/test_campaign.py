@@ -4,6 +4,7 @@ import csv
 import json
 
 import numpy as np
+import pinocchio as pin
 import pytest
 
 from hybrid_dynamics.campaign.execute import (REST_FRACTION, TABLE, feasibility_row, measure, read_table,
@@ -103,7 +104,6 @@ def test_tilt_is_the_bodys_vertical_axis_from_the_worlds():
     and pitched 23.9 deg at once (each under 30) is tilted 36.6 deg and fell (by the larger of
     |roll| and |pitch| it was a safe landing; legs 1, 2 and 5 lost, undeclared, jethexa_tripod,
     reached those angles, at a tilt of 31.5 deg)."""
-    import pinocchio as pin
     rng = np.random.default_rng(3)
     rpy = rng.uniform(-80.0, 80.0, (50, 3))
     axis = np.array([pin.rpy.rpyToMatrix(*np.radians(a))[:, 2] for a in rpy])
@@ -236,6 +236,47 @@ def test_two_feet_left_sit_down_and_the_landing_is_the_first_body_contact(tmp_pa
     assert sim.pipeline.gait.reference.gait == "sit"
     assert speed > 0.05 and abs(row["touchdown_speed_mps"] - speed) < 0.05, (row, speed)
     assert row["outcome"] == ("safe landing" if row["touchdown_speed_mps"] < 0.2 else "fell"), row
+
+
+@pytest.mark.parametrize("fault", ["leg2+leg3+leg4+leg5", "leg1+leg2+leg5+leg6", "leg1+leg3+leg4+leg6"])
+def test_two_feet_on_a_line_under_the_com_bring_the_body_down_balanced(tmp_path, fault):
+    """Four legs lost while walking (declared), the two feet left on a line under the CoM
+    (1+6, 3+4, 2+5): the body sat down free to tilt, rolled about that line and tipped past 45
+    deg (main e8aec7a: 53, 46 and 50 deg). Balanced over the line while it comes down
+    (control/locomotion/line_balance.py), the body touches the floor slowly or not at all:
+    MuJoCo's base falls at under 0.2 m/s over the 50 ms before its first body contact, that
+    contact (MuJoCo's, base and touching points) is under 0.2 m/s, and the body's tilt (MuJoCo's
+    orientation, every control cycle) stays under 30 deg. Feet 1+6 and 3+4 land; feet 2+5 end
+    balanced on the two feet with the body a few millimetres above the floor (its legs folded
+    to their stops) and the run counts as stood."""
+    spec_path = tmp_path / "spec.yaml"
+    spec_path.write_text(QUAD)
+    spec = load_campaign(str(spec_path))
+    run = next(r for r in expand(spec, load_robot(spec.robot), 1.3) if r.fault.id == fault)
+    sim = ScenarioRun(scenario_of(spec, run), tmp_path / "run", progress=False, bag=False, plots=False,
+                      low_fraction=REST_FRACTION)
+    vz, tilt, record = [], [], sim._record
+
+    def with_truth(t, cycle):
+        record(t, cycle)
+        truth = sim.plant.ground_truth()
+        vz.append(float(truth.linear_velocity[2]))
+        R = pin.Quaternion(truth.orientation[3], *truth.orientation[:3]).toRotationMatrix()
+        tilt.append(float(np.degrees(np.arccos(np.clip(R[2, 2], -1.0, 1.0)))))
+
+    sim._record = with_truth
+    row = measure(sim, sim.run(), run)
+    t = np.array(sim.log.t)
+    after = t >= sim.t_damage
+    assert max(np.array(tilt)[after]) < 30.0, row
+    assert sim.pipeline.gait.planner.balance_from is not None         # it came down balanced
+    touch = sim.plant.body_touch
+    if fault != "leg1+leg3+leg4+leg6":
+        assert touch is not None and row["outcome"] == "safe landing", row
+    if touch is not None:
+        window = (t > touch.t - 0.05) & (t <= touch.t)
+        assert -min(np.array(vz)[window]) < 0.2 and -touch.vz < 0.2 and touch.point_speed < 0.2, row
+    assert row["outcome"] in ("safe landing", "stood") and row["stopped"] == "completed", row
 
 
 @pytest.mark.parametrize("fault, phase", [("leg1+leg3", 1), ("leg1+leg2", 1), ("leg5+leg6", 0), ("leg1+leg3", 0)])

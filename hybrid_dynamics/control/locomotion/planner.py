@@ -42,6 +42,14 @@ reference descends at ``sit_speed`` to the ground, the body free to tilt
 ``fall_drop`` below its reference, sinking faster than ``fall_sink`` and its capture point
 outside the polygon of the feet that are down or landing (:meth:`LocomotionPlanner._falling`).
 A body that sat down stays down.
+
+**Two feet left, the CoM on their line**: every force of the feet acts on the line through
+them, so the roll about it is governed by the CoM's offset alone (``dH_L/dt = m g e``,
+:mod:`.line_balance`); free to tilt, a body whose CoM starts on that line rolls off it and
+tips over. Held level while a foot still lands, then, if the measured CoM and its capture
+point are within ``balance_offset`` of the line through the measured feet, it comes down
+balanced over it, turned slowly about it so that one edge lands first
+(:meth:`LocomotionPlanner._balance_holds`, :meth:`LocomotionPlanner._balance_reference`).
 """
 from __future__ import annotations
 
@@ -56,6 +64,7 @@ from ...errors import reject_unknown_settings
 from . import gait as gaits
 from .gait import GaitPattern, GaitScheduler
 from .body import ComPath, plan_com_path
+from .line_balance import LineBalance
 from .swing import convex_hull, halfplanes, min_jerk, project, swing_point
 
 
@@ -77,6 +86,10 @@ class LocomotionConfig:
     sit_speed: float = 0.1              # m/s, how fast the CoM reference descends when the body sits down (half the 0.2 m/s touch-down bound)
     fall_drop: float = 0.01             # m below its reference height and ...
     fall_sink: float = 0.1              # m/s sinking, with its capture point outside the feet down: the body is falling and sits down
+    balance_roll: float = 0.35          # rad the balanced body is turned about the feet's line as it comes down, so that one edge lands first (0.17: feet 2+5 and 3+4 ended balanced above the floor, campaign)
+    balance_roll_rate: float = 0.35     # rad/s of that turn
+    balance_offset: float = 0.005       # m: two feet left and down, the CoM and its capture point this close to their line: the body comes down balanced over it (line_balance.py)
+    balance_landing: float = 0.02       # m: ... and at the loss, with a foot still landing, this close to the line to its target: held level until it lands (the foot lands ~1 cm off its target, campaign)
     max_speed: float = 0.15             # m/s, |cmd_vel| is clipped to this
     max_stride: float = 0.075           # m a stance foot may sweep under the body: caps the speed per gait
     max_yaw_rate: float = 0.5           # rad/s
@@ -116,6 +129,7 @@ class LocomotionReference:
     feet: Dict[str, FootReference]        # contact frame -> reference
     gait: str
     walking_legs: List[str] = field(default_factory=list)
+    base_angular_acceleration: Optional[np.ndarray] = None     # world; None: zero
 
     @property
     def stance(self) -> Dict[str, bool]:
@@ -196,6 +210,11 @@ class LocomotionPlanner:
         self.plans: List[ComPath] = []          # every CoM path planned (tests and plots read them)
         self.last_com_v = np.zeros(2)
         self.sitting: Optional[list] = None     # [t, CoM height, CoM xy] once the body sits down
+        self.balance: Optional[LineBalance] = None   # two feet left: the body comes down balanced over their line
+        self.balance_from = None
+        self.base_rotation: Optional[np.ndarray] = None          # of the estimate (update)
+        self.base_angular_velocity: Optional[np.ndarray] = None  # world, of the estimate
+        self.feet_measured: Optional[Mapping[str, np.ndarray]] = None
         self.com_velocity: Optional[np.ndarray] = None   # of the estimate, world frame (update)
         self.com_measured: Optional[np.ndarray] = None
         self.set_morphology(self.morphology_map, t, settle=0.0, phase_origin=0.0)
@@ -239,6 +258,8 @@ class LocomotionPlanner:
         data = model.createData()
         com0 = pin.centerOfMass(model, data, q0)
         self.com_offset = com0[:2].copy()
+        pin.ccrba(model, data, q0, np.zeros(model.nv))
+        self.mass, self.inertia = pin.computeTotalMass(model), data.Ig.inertia.copy()    # centroidal, base axes
         # the CoM height target is the standing CoM height (base height + the CoM's offset
         # below the base at the standing pose), not the base height: a CoM target at the
         # base height lifts the body ~2 cm and drives the legs towards their joint limits
@@ -416,6 +437,27 @@ class LocomotionPlanner:
             if self.com_measured is not None:
                 z0 = min(z0, float(self.com_measured[2]))
             self.sitting = [t, z0, xy]
+            self.balance = self._line_balance()
+            self.balance_from = None
+
+    def _line_balance(self) -> Optional[LineBalance]:
+        """With two walking feet left and the body's state measured, the balance over their
+        line (:mod:`.line_balance`) if the measured CoM and its capture point are within
+        ``balance_landing`` of the line through the feet down and the landing feet's targets
+        (judged again, by ``balance_offset``, on the measured feet once both are down,
+        :meth:`_balance_holds`); otherwise None, the body sits down free to tilt."""
+        if len(self.walking) != 2 or self.base_rotation is None or self.com_measured is None \
+                or self.com_velocity is None:
+            return None
+        feet = [self.landing[f][1][:2] if f in self.landing else self.feet_pos[f][:2]
+                for f in (self.frame_of[leg] for leg in self.walking)]
+        if np.linalg.norm(feet[1] - feet[0]) < 1e-3:
+            return None
+        R = _yaw_rot(self.N[2])
+        line = LineBalance.of(feet, self.mass, R @ self.inertia @ R.T)
+        com = self.com_measured
+        near = max(abs(line.offset(com)), abs(line.offset(self._capture_point(com, self.com_velocity))))
+        return line if near <= self.config.balance_landing else None
 
     def _stand_still(self, t: float) -> None:
         """Give up walking from ``t``: every walking foot stays (or lands) where it is and
@@ -628,19 +670,26 @@ class LocomotionPlanner:
 
     def update(self, t: float, feet_measured: Optional[Mapping[str, np.ndarray]] = None,
                com_measured: Optional[np.ndarray] = None,
-               com_velocity: Optional[np.ndarray] = None) -> LocomotionReference:
+               com_velocity: Optional[np.ndarray] = None,
+               base_rotation: Optional[np.ndarray] = None,
+               base_angular_velocity: Optional[np.ndarray] = None) -> LocomotionReference:
         """The references at ``t``: the body (ramped command, static-gait body offset or
         planned CoM path), then every surviving foot (held, landing, stance or swing).
         ``feet_measured`` (world positions of the contact frames, from the estimate) confirm
         the touch-down of landing feet; without them a landing ends on time. ``com_measured``
         (world CoM of the estimate) lets a static gait abort a swing under which the body
         sinks (:meth:`_swing_aborted`) and a body sitting down follow it horizontally; with
-        ``com_velocity`` (world, of the estimate) a falling body sits down (:meth:`_falling`)."""
+        ``com_velocity`` (world, of the estimate) a falling body sits down (:meth:`_falling`);
+        with ``base_rotation`` (3 x 3) and ``base_angular_velocity`` (world) too, a body left with
+        two feet near whose line the CoM is comes down balanced over it (:meth:`_balance_holds`)."""
         if self.t is None:
             raise RuntimeError("LocomotionPlanner.reset(t, q) must be called first")
         t = float(t)
         self.com_measured = None if com_measured is None else np.asarray(com_measured, float).copy()
         self.com_velocity = None if com_velocity is None else np.asarray(com_velocity, float).copy()
+        self.base_rotation = None if base_rotation is None else np.asarray(base_rotation, float).copy()
+        self.feet_measured = feet_measured
+        self.base_angular_velocity = None if base_angular_velocity is None else np.asarray(base_angular_velocity, float).copy()
         if com_measured is not None:
             self._swing_aborted(t, com_measured)
         # after the abort: a swing foot it sends down counts where it lands (the robot stood
@@ -654,17 +703,18 @@ class LocomotionPlanner:
             self._plan_slot(t)
         R = _yaw_rot(self.N[2])
         moving = 0.0 if standing else 1.0
+        w, dw = np.array([0.0, 0.0, moving * cmd[2]]), None
         if self.sitting is None:
             base, quat, v_lin, a_lin, com = self._body_reference(t, R, moving, cmd)
         else:
-            base, quat, v_lin, a_lin, com = self._sit_reference(t, R)
+            base, quat, v_lin, a_lin, com, w, dw = self._sit_reference(t, R)
         kept = None if self.morphology_map is None else {c.frame for c in self.morphology_map.contacts}
         feet: Dict[str, FootReference] = {}
         for frame, nominal in self.nominal.items():
             if kept is None or frame in kept:
                 feet[frame] = self._foot_reference(frame, nominal, t, base, R, v_lin, a_lin, feet_measured)
-        return LocomotionReference(t, base, quat, v_lin, np.array([0.0, 0.0, moving * cmd[2]]), a_lin,
-                                   com, feet, self.pattern.name, list(self.walking))
+        return LocomotionReference(t, base, quat, v_lin, w, a_lin, com, feet, self.pattern.name,
+                                   list(self.walking), dw)
 
     def _swing_aborted(self, t: float, com: np.ndarray) -> bool:
         """Static gaits: while a foot swings, the measured CoM more than ``abort_drop`` below
@@ -794,22 +844,75 @@ class LocomotionPlanner:
         return base, pin.Quaternion(R).coeffs().copy(), v_lin, a_lin, com
 
     def _sit_reference(self, t: float, R: np.ndarray):
-        """The body while it sits down (:meth:`_sit_down`): the CoM at the measured horizontal
-        position with zero horizontal velocity (the QP damps a sliding body rather than
-        pulling it back over feet that cannot carry it), its height descending at
-        ``sit_speed`` to the ground; the orientation is left free (:attr:`LocomotionReference.base_orientation` None)."""
+        """The body while it sits down (:meth:`_sit_down`): its height descending at
+        ``sit_speed`` to the ground. Balanced over two feet's line (:meth:`_balance_reference`):
+        across the line the CoM and the body's roll follow :meth:`.LineBalance.reference`,
+        along it the CoM stays between the feet. Otherwise the CoM at the measured
+        horizontal position with zero horizontal velocity (the QP damps a sliding body rather
+        than pulling it back over feet that cannot carry it) and the orientation left free
+        (:attr:`LocomotionReference.base_orientation` None). Returns base, orientation,
+        CoM velocity and acceleration, CoM, angular velocity and acceleration."""
+        landing = any(self.frame_of[leg] in self.landing for leg in self.walking)
+        if self.balance is not None and landing:
+            # a foot still landing: one foot carries the body, there is no line yet; held
+            # level and not lowered (the descent starts once both feet are down)
+            self.sitting[0] = t
         t0, z0, xy = self.sitting
         z = max(z0 - self.config.sit_speed * (t - t0), self.ground)
         com = np.array([xy[0], xy[1], z])
         v_lin, a_lin = np.zeros(3), np.zeros(3)
-        if z > self.ground:
+        if z > self.ground and not (self.balance is not None and landing):
             v_lin[2] = -self.config.sit_speed
+        quat, w, dw = None, np.zeros(3), None
+        if self.balance is not None and landing:
+            quat = pin.Quaternion(R).coeffs().copy()
+        elif self.balance is not None and self._balance_holds(t):
+            com[:2], v_lin[:2], a_lin[:2], quat, w, dw = self._balance_reference(t)
         base = com.copy()
-        base[:2] = xy - R[:2, :2] @ self.com_offset
+        base[:2] = com[:2] - R[:2, :2] @ self.com_offset
         base[2] = z - self.com_dz
         self.offset = base[:2] - self.N[:2]
         self.last_com_v = np.zeros(2)
-        return base, None, v_lin, a_lin, com
+        return base, quat, v_lin, a_lin, com, w, dw
+
+    def _balance_holds(self, t: float) -> bool:
+        """Once both feet are down, whether the body comes down balanced over their line (the
+        line through the measured feet): the measured CoM and its capture point both within
+        ``balance_offset`` of it. The roll about that line is governed by the CoM's offset
+        alone (``dH_L/dt = m g e``, :mod:`.line_balance`): the body can keep a CoM that is on
+        the line over it, but bringing back one that has left it costs about 4 deg of roll
+        per millimetre (the JetHexa's diagonal feet, :data:`.line_balance.WEIGHTS`). Judged
+        once; if not, the body sits down free to tilt (``self.balance`` None)."""
+        if self.com_measured is None or self.com_velocity is None or self.base_rotation is None \
+                or self.base_angular_velocity is None or self.feet_measured is None:
+            return False
+        self.balance.place([self.feet_measured[self.frame_of[leg]][:2] for leg in self.walking])
+        if self.balance_from is None:
+            com = self.com_measured
+            e = self.balance.offset(com)
+            near = max(abs(e), abs(self.balance.offset(self._capture_point(com, self.com_velocity))))
+            if near > self.config.balance_offset:
+                self.balance = None
+                return False
+            self.balance_from = (t, 1.0 if e >= 0.0 else -1.0)
+        return True
+
+    def _balance_reference(self, t: float):
+        """CoM xy, its velocity and acceleration, orientation (xyzw), angular velocity and
+        acceleration of the balanced descent (:meth:`.LineBalance.reference`), the body turned
+        about the feet's line towards the side the CoM was on at ``balance_roll_rate`` up to
+        ``balance_roll``, so that one edge of the body meets the floor first, slowly, as the
+        body comes down (held level, legs 2+3+4+5 lost: the tibias reach their stops with the
+        body 1 cm above the floor, and it stays balanced on two feet there)."""
+        cfg = self.config
+        ta, side = self.balance_from
+        turned = cfg.balance_roll_rate * (t - ta)
+        roll = side * min(turned, cfg.balance_roll)
+        roll_rate = side * cfg.balance_roll_rate if turned < cfg.balance_roll else 0.0
+        com_xy, v_xy, a_xy, R_ref, w, dw = self.balance.reference(
+            self.com_measured, self.com_velocity, self.base_rotation, self.base_angular_velocity,
+            max(float(self.com_measured[2]) - self.ground, 0.0), cfg.stability_margin, roll, roll_rate)
+        return com_xy, v_xy, a_xy, pin.Quaternion(R_ref).coeffs().copy(), w, dw
 
     def _foot_reference(self, frame: str, nominal: np.ndarray, t: float, base: np.ndarray, R: np.ndarray,
                         v_lin: np.ndarray, a_lin: np.ndarray,
