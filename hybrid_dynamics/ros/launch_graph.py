@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import tempfile
 from dataclasses import dataclass, field
-from typing import Dict, List, Tuple, Union
+from typing import Dict, List, Optional, Tuple, Union
 
 import yaml
 
@@ -102,27 +102,41 @@ def rviz(share: str, use_sim_time: bool) -> NodeLaunch:
                       arguments=("-d", os.path.join(share, "config", "hybrid_dynamics.rviz")))
 
 
+def settings_file(node: NodeLaunch, settings: Dict[str, object], directory: Optional[str] = None) -> str:
+    """A parameter file giving ``settings`` to ``node`` under its own name. rcl takes a node's
+    own section over a ``/**`` one whatever the order of the files, so written as ``/**``
+    (what launch_ros does with a mapping) a launch file's setting lost to the same key in the
+    node's section of the robot's parameter file: ``lockstep:=true`` gave the controller
+    ``trigger: joint_states`` and config/<robot>.yaml's ``trigger: timer`` won, so the
+    lock-step graph ran the controller on its timer. A later file's node section does beat
+    an earlier one's."""
+    with tempfile.NamedTemporaryFile("w", prefix="launch_params_", suffix=".yaml", dir=directory,
+                                     delete=False) as f:
+        yaml.safe_dump({node.name: {"ros__parameters": dict(settings)}}, f)
+    return f.name
+
+
+def parameter_files(node: NodeLaunch, directory: Optional[str] = None) -> List[str]:
+    """``node``'s parameters in order, each mapping written by :func:`settings_file`."""
+    return [p if isinstance(p, str) else settings_file(node, p, directory) for p in node.parameters]
+
+
 def to_launch_ros(node: NodeLaunch, node_class):
-    """``node`` as a ``launch_ros.actions.Node`` (``node_class``)."""
+    """``node`` as a ``launch_ros.actions.Node`` (``node_class``), its mappings as files of its
+    own section (:func:`settings_file`)."""
     return node_class(package=node.package, executable=node.executable, name=node.name, output=node.output,
-                      parameters=list(node.parameters), remappings=list(node.remappings),
+                      parameters=parameter_files(node), remappings=list(node.remappings),
                       arguments=list(node.arguments))
 
 
 def command_line(node: NodeLaunch, executable: str, scratch: str) -> List[str]:
-    """The command ``ros2 launch`` runs for ``node`` (launch_ros's ``Node``): ``executable``
-    (``<prefix>/lib/<package>/<executable>``), the arguments, then ``--ros-args -r
-    __node:=NAME``, each parameter file, each mapping written to a ``/**`` parameter file
-    in ``scratch`` (as launch_ros does), and the remappings."""
+    """The command ``ros2 launch`` runs for ``node`` (launch_ros's ``Node`` made by
+    :func:`to_launch_ros`): ``executable`` (``<prefix>/lib/<package>/<executable>``), the
+    arguments, then ``--ros-args -r __node:=NAME``, each parameter file (each mapping written to
+    a file of the node's own section in ``scratch``), and the remappings."""
     cmd = [executable, *node.arguments, "--ros-args", "-r", f"__node:={node.name}"]
-    for entry in node.parameters:
-        if isinstance(entry, str):
-            cmd += ["--params-file", entry]
-            continue
-        with tempfile.NamedTemporaryFile("w", prefix="launch_params_", suffix=".yaml", dir=scratch,
-                                         delete=False) as f:
-            yaml.safe_dump({"/**": {"ros__parameters": dict(entry)}}, f)
-        cmd += ["--params-file", f.name]
+    for path in parameter_files(node, scratch):
+        cmd += ["--params-file", path]
     for src, dst in node.remappings:
         cmd += ["-r", f"{src}:={dst}"]
     return cmd

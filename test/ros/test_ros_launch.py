@@ -64,6 +64,16 @@ def fake_launch(monkeypatch):
     return recorded
 
 
+def given(node):
+    """A launched node's parameters as the launch file gave them: each file's path, and each
+    mapping (written to a file of the node's own section: ros/launch_graph.py) read back."""
+    out = []
+    for p in node["parameters"]:
+        data = yaml.safe_load(Path(p).read_text())
+        out.append(data[node["name"]]["ros__parameters"] if list(data) == [node["name"]] else p)
+    return out
+
+
 def _setup_nodes():
     """The node executables setup.py installs (its ``NODES`` literal, whatever its container)."""
     tree = ast.parse((REPO / "setup.py").read_text())
@@ -83,26 +93,26 @@ def test_bringup_starts_the_nodes_with_the_robot_config(fake_launch):
     entry_points = _setup_nodes()
     for n in fake_launch:
         assert n["executable"] in entry_points or n["executable"] in EXTERNAL, n
-        for p in n.get("parameters", []):
+        for p in given(n):
             if isinstance(p, str):
                 assert Path(p).is_file(), p
                 assert "whole_body_controller" in yaml.safe_load(Path(p).read_text())
     # standing by default; gait:=true walks at /cmd_vel with the planned stance and the detector
     # in the controller's cycle, the node graph of the one-process demo (ros/scenario.py)
-    assert {"gait": False, "detector": False} in names["whole_body_controller"]["parameters"]
+    assert {"gait": False, "detector": False} in given(names["whole_body_controller"])
     fake_launch.clear()
     opaque[0][1]({"robot": "jethexa", "gait": "true"})
     names = {n["name"]: n for n in fake_launch}
-    assert {"gait": True, "detector": True} in names["whole_body_controller"]["parameters"]
-    assert {"stance_topic": "/whole_body_controller/cycle"} in names["state_estimator"]["parameters"]
-    assert not any("detector" in p for p in names["morphology_manager"]["parameters"] if isinstance(p, dict))
+    assert {"gait": True, "detector": True} in given(names["whole_body_controller"])
+    assert {"stance_topic": "/whole_body_controller/cycle"} in given(names["state_estimator"])
+    assert not any("detector" in p for p in given(names["morphology_manager"]) if isinstance(p, dict))
     from hybrid_dynamics.ros import params as P
     for node in ("whole_body_controller", "state_estimator", "morphology_manager"):
-        for p in names[node]["parameters"]:
+        for p in given(names[node]):
             if isinstance(p, dict):
                 assert set(p) - {"use_sim_time"} <= set(P.NODES[node]), (node, p)
     rsp = names["robot_state_publisher"]
-    assert "<robot" in rsp["parameters"][0]["robot_description"]
+    assert "<robot" in given(rsp)[0]["robot_description"]
     assert ("joint_states", "/state_estimator/joint_states_full") in rsp["remappings"]
 
 
@@ -113,7 +123,7 @@ def test_a_closed_chain_walks_without_the_detector(fake_launch):
     opaque = next(e for e in desc if isinstance(e, tuple) and e[0] == "opaque")
     opaque[1]({"robot": "hybrid_biped", "gait": "true"})
     names = {n["name"]: n for n in fake_launch}
-    assert {"gait": True, "detector": False} in names["whole_body_controller"]["parameters"]
+    assert {"gait": True, "detector": False} in given(names["whole_body_controller"])
 
 
 def test_sim_includes_bringup_plus_simulator_and_rviz(fake_launch):
@@ -141,21 +151,21 @@ def test_launch_files_start_what_the_harness_starts(fake_launch):
     opaque = next(e for e in desc if isinstance(e, tuple) and e[0] == "opaque")
     opaque[1]({"robot": "solo12", "gait": "true", "use_sim_time": "true"})
     expected = launch_graph.bringup("solo12", str(REPO / "config" / "solo12.yaml"), use_sim_time=True, gait=True)
-    got = [launch_graph.NodeLaunch(n["package"], n["executable"], n["name"], tuple(n["parameters"]),
+    got = [launch_graph.NodeLaunch(n["package"], n["executable"], n["name"], tuple(given(n)),
                                    tuple(n["remappings"]), tuple(n["arguments"])) for n in fake_launch]
     assert got == expected and len(got) == 4
 
 
 def test_command_line_is_what_launch_ros_runs(tmp_path):
-    """``--ros-args -r __node:=NAME``, a --params-file per file and per mapping (a /** file,
-    as launch_ros writes it), remappings last."""
+    """``--ros-args -r __node:=NAME``, a --params-file per file and per mapping (a file of the
+    node's own section, as the launch files give launch_ros), remappings last."""
     from hybrid_dynamics.ros import launch_graph
     node = launch_graph.NodeLaunch("pkg", "exe", "name", ("/a.yaml", {"x": 1.5, "flag": True}),
                                    remappings=(("joint_states", "/other"),), arguments=("-d", "f"))
     cmd = launch_graph.command_line(node, "/prefix/lib/pkg/exe", str(tmp_path))
     assert cmd[:7] == ["/prefix/lib/pkg/exe", "-d", "f", "--ros-args", "-r", "__node:=name", "--params-file"]
     assert cmd[7] == "/a.yaml" and cmd[8] == "--params-file" and cmd[-2:] == ["-r", "joint_states:=/other"]
-    assert yaml.safe_load(Path(cmd[9]).read_text()) == {"/**": {"ros__parameters": {"x": 1.5, "flag": True}}}
+    assert yaml.safe_load(Path(cmd[9]).read_text()) == {"name": {"ros__parameters": {"x": 1.5, "flag": True}}}
 
 
 def test_rviz_config_shows_model_markers_odometry():
@@ -182,3 +192,32 @@ def test_robot_params_declare_known_names_only(robot):
     r = load_robot(robot)
     joints = data["whole_body_controller"]["ros__parameters"]["joints"]
     assert set(joints) == set(r.actuated_joints)
+
+
+@pytest.mark.parametrize("robot", ["jethexa", "jethexa_soft"])
+def test_the_launch_files_settings_beat_the_robot_parameter_file(robot, tmp_path):
+    """What rcl itself resolves from the command line of the lock-step graph's controller:
+    the launch's ``trigger: joint_states`` over config/<robot>.yaml's ``whole_body_controller:
+    trigger: timer`` (a ``/**`` mapping, as launch_ros writes one, lost to the node's own
+    section whatever the order: the lock-step graph ran the controller on its timer), and
+    the file's other settings kept."""
+    import rclpy
+    from rclpy.node import Node
+    from hybrid_dynamics.ros import launch_graph
+    params = str(REPO / "config" / f"{robot}.yaml")
+    node = next(n for n in launch_graph.bringup(robot, params, use_sim_time=True, gait=True, lockstep=True,
+                                                with_description=False) if n.name == "whole_body_controller")
+    cmd = launch_graph.command_line(node, "exe", str(tmp_path))
+    context = rclpy.Context()
+    rclpy.init(args=cmd, context=context)
+    try:
+        probe = Node("probe", context=context, automatically_declare_parameters_from_overrides=True)
+        values = {k: probe.get_parameter(k).value for k in ("trigger", "gait", "detector", "use_sim_time",
+                                                             "update_rate", "robot")}
+        probe.destroy_node()
+    finally:
+        rclpy.try_shutdown(context=context)
+    section = yaml.safe_load(Path(params).read_text())["whole_body_controller"]["ros__parameters"]
+    assert section["trigger"] == "timer"                   # the file's own, which the launch must beat
+    assert values == {"trigger": "joint_states", "gait": True, "detector": True, "use_sim_time": True,
+                      "update_rate": section["update_rate"], "robot": robot}
