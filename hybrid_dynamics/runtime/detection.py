@@ -41,6 +41,7 @@ class CycleDetector:
         self.detector = DamageDetector(robot, detector_config)
         self.fall_monitor = FallMonitor(fall_config)
         self.handlers: List[DetectionHandler] = []
+        self.last_stamp: Optional[float] = None     # of the last estimate taken
         pipeline.estimate_hooks.append(self.on_estimate)
 
     def set_morphology(self, morph: Morphology, t: Optional[float]) -> None:
@@ -48,6 +49,13 @@ class CycleDetector:
         self.detector.set_morphology(morph, t)
 
     def on_estimate(self, t: float, est: BaseState) -> None:
+        if t == self.last_stamp:
+            # a cycle on the joint state of the last one (a timer-driven cycle that came before
+            # the next sample): the same evidence, counted once. Counted twice, one low IMU
+            # sample made the fall monitor's two in a row, and the detector decided on its
+            # falling rules' short evidence (jethexa_soft's chattering pads, docs/soft.md)
+            return
+        self.last_stamp = t
         state = self.pipeline.state
         falling_since = self.fall_monitor.update(t, state.imu_for(t))
         found = self.detector.update(t, est.q, est.v, state.buffer.tau, state.stance, est.q_soft, est.v_soft,

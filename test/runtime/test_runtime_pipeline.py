@@ -118,3 +118,36 @@ def test_stale_inputs_give_the_damping_command(robot):
     assert kd > 0
     expected = [-kd * v[names.index(n)] for n in pipe.control.joints]
     assert np.allclose(cycle.command, expected) and np.abs(cycle.command).max() > 0
+
+
+def test_a_cycle_on_the_same_joint_state_adds_no_evidence_to_the_detector(robot):
+    """A timer-driven cycle that comes before the next joint state runs on the last one again:
+    the detector in the cycle (runtime/detection.py) takes that sample once. The IMU reads 0.3 g
+    (a body losing its support): one such sample is no fall for the fall monitor (it needs two
+    in a row), whatever the number of cycles on it; the next sample makes two, and the fall's
+    onset is the first."""
+    from hybrid_dynamics.runtime.detection import CycleDetector
+
+    def low_imu(t):
+        msg = _imu(t)
+        msg.linear_acceleration.z = 3.0
+        return msg
+
+    pipe = _pipeline(robot)
+    detection = CycleDetector(robot, pipe)
+    observed = []
+    observe = detection.detector.update
+    detection.detector.update = lambda t, *a, **k: observed.append(t) or observe(t, *a, **k)
+    q = _standing(robot)
+    _run(pipe, robot, q, 3)                                   # 1.000 .. 1.004
+    names = robot.actuated_joints
+    idx = [robot.joint_names.index(n) for n in names]
+    js = _joint_state(1.006, names, q[7:][idx], np.zeros(len(idx)))
+    for cycle in (pipe.step(1.006, js, low_imu(1.006), use_stamps=True),
+                  pipe.step(1.007, use_stamps=True), pipe.step(1.008, use_stamps=True)):   # no new sample
+        assert cycle.estimate is not None and cycle.safe_mode is None
+    assert observed == [1.0, 1.002, 1.004, 1.006]
+    assert detection.fall_monitor.since is None and detection.fall_monitor.below == 1
+    js = _joint_state(1.01, names, q[7:][idx], np.zeros(len(idx)))
+    pipe.step(1.01, js, low_imu(1.01), use_stamps=True)
+    assert detection.fall_monitor.since == pytest.approx(1.006)
