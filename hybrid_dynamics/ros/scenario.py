@@ -145,7 +145,8 @@ class GraphRun:
         estimator = P.flatten({"estimator": dict(sc.estimator)})
         ctrl.update(estimator)
         # the damage detector in the controller's cycle, as in the library loop (runtime/detection.py)
-        ctrl.update({"detector": self.detector, **P.flatten({"damage_detector": dict(sc.detector)})})
+        ctrl.update({"detector": self.detector, **P.flatten({"damage_detector": dict(sc.detector),
+                                                             "fall_monitor": dict(sc.fall_monitor)})})
         return {"whole_body_controller": ctrl,
                 "state_estimator": {"use_sim_time": True, "stance_topic": "/whole_body_controller/cycle",
                                     "publish_rate": 0.0, **estimator},

@@ -81,7 +81,7 @@ class ScenarioRun:
                                          "weight_shift": dict(sc.balance)})
         self.detection = None
         if sc.references == "gait":
-            self.detection = CycleDetector(robot, self.pipeline, sc.detector)
+            self.detection = CycleDetector(robot, self.pipeline, sc.detector, sc.fall_monitor)
             self.detection.handlers.append(self._detected)
         self.loop = PlantLoop(self.plant, self.pipeline, sc.control_rate)
         self.morphology = Morphology.healthy(robot)

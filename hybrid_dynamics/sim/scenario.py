@@ -19,6 +19,7 @@
     estimator: {...}                # BaseEstimatorConfig fields (the base estimator of both runners)
     locomotion: {...}               # LocomotionConfig fields
     detector: {...}                 # DamageDetectorConfig fields
+    fall_monitor: {...}             # FallMonitorConfig fields (the IMU's fall alert the detector takes)
     references: gait                # gait (walk at cmd_vel), weight_shift (closed-chain balance:
                                     # CoM held plus control.balance.WeightShift), or hold
     balance: {...}                  # WeightShift fields (references: weight_shift)
@@ -37,6 +38,7 @@ from ..control.locomotion import LocomotionConfig
 from ..errors import InputError
 from ..estimation.base_estimator import BaseEstimatorConfig
 from ..estimation.damage_detector import DamageDetectorConfig
+from ..estimation.fall_monitor import FallMonitorConfig
 from ..model.damage_events import apply_event
 from ..model.morphology import Morphology
 from ..model.robot import load_robot
@@ -45,7 +47,7 @@ from ..paths import config_dir
 from .plant import ImuNoise
 
 FIELDS = {"description", "robot", "duration", "cmd_vel", "damage", "sensors", "control_rate", "seed",
-          "controller", "estimator", "locomotion", "detector", "references", "balance"}
+          "controller", "estimator", "locomotion", "detector", "fall_monitor", "references", "balance"}
 REFERENCES = ("gait", "weight_shift", "hold")
 CMD_FIELDS = {"linear_x", "linear_y", "angular_z"}
 DAMAGE_FIELDS = {"at", "declared", "events"}
@@ -69,6 +71,7 @@ class Scenario:
     estimator: Dict[str, Any] = field(default_factory=dict)
     locomotion: Dict[str, Any] = field(default_factory=dict)
     detector: Dict[str, Any] = field(default_factory=dict)
+    fall_monitor: Dict[str, Any] = field(default_factory=dict)
     references: str = "gait"
     balance: Dict[str, Any] = field(default_factory=dict)
 
@@ -145,7 +148,7 @@ def load_scenario(name_or_path: str) -> Scenario:
     f.known(cmd, CMD_FIELDS, "cmd_vel")
     sc.cmd_vel.update({key: f.number(value, "cmd_vel", key) for key, value in cmd.items()})
     _read_damage(f, sc)
-    for key in ("sensors", "controller", "estimator", "locomotion", "detector", "balance"):
+    for key in ("sensors", "controller", "estimator", "locomotion", "detector", "fall_monitor", "balance"):
         setattr(sc, key, f.mapping(key))
     if "references" in data:
         if data["references"] not in REFERENCES:
@@ -177,7 +180,8 @@ def _check_settings(doc, sc: Scenario) -> None:
     """The parts other modules own are checked now, with this file's name on the error."""
     for key, check in (("sensors", ImuNoise.from_dict), ("estimator", BaseEstimatorConfig.from_dict),
                        ("locomotion", LocomotionConfig.from_dict),
-                       ("detector", DamageDetectorConfig.from_dict), ("balance", WeightShift.from_dict)):
+                       ("detector", DamageDetectorConfig.from_dict), ("fall_monitor", FallMonitorConfig.from_dict),
+                       ("balance", WeightShift.from_dict)):
         try:
             check(getattr(sc, key))
         except (InputError, TypeError, ValueError) as exc:

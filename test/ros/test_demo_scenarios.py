@@ -46,3 +46,23 @@ def test_an_unknown_estimator_setting_is_refused_naming_file_and_field(tmp_path)
     with pytest.raises(InputError, match="velocity_nois") as err:
         load_scenario(str(path))
     assert "bad.yaml" in str(err.value) and "estimator" in str(err.value)
+
+
+def test_a_scenarios_fall_monitor_settings_reach_the_detector_of_both_runners(tmp_path):
+    """``fall_monitor:`` goes to the fall monitor of the detector in the controller's cycle: the
+    library loop's, and the graph's (the controller's parameters); a misspelt key is refused
+    naming the file and the field."""
+    from hybrid_dynamics.sim.runner import ScenarioRun
+    sc = load_scenario("jethexa_soft_damage")
+    assert sc.fall_monitor == {"samples": 3}
+    params = GraphRun(sc, tmp_path)._params()
+    assert params["whole_body_controller"]["fall_monitor.samples"] == 3
+    sc.controller = {"soft": {"machine_code": False}}             # no C compile in the test
+    run = ScenarioRun(sc, tmp_path / "lib", bag=False, plots=False, progress=False, undeclared=True)
+    run._build()
+    assert run.detection.fall_monitor.config.samples == 3
+    path = tmp_path / "bad.yaml"
+    path.write_text("robot: jethexa_soft\nfall_monitor: {sample: 3}\n")
+    with pytest.raises(InputError, match="sample") as err:
+        load_scenario(str(path))
+    assert "bad.yaml" in str(err.value) and "fall_monitor" in str(err.value)
