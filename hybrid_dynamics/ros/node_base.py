@@ -14,7 +14,6 @@ import rclpy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.event_handler import SubscriptionEventCallbacks
-from rclpy.executors import SingleThreadedExecutor
 from rclpy.signals import SignalHandlerOptions
 from std_msgs.msg import String
 
@@ -23,6 +22,7 @@ from ..model.damage_events import morphology_from_yaml
 from ..model.morphology import Morphology
 from ..model.robot import load_robot
 from . import params as P
+from .executor import WaitSetExecutor
 from .lean import LeanNode
 from .qos import LATCHED_QOS, STATE_QOS
 from .stop_signal import PROCESS_STOP
@@ -125,7 +125,8 @@ STOP_POLL = 0.1       # s: the longest the executor waits before it looks at the
 
 
 def spin_node(cls, args=None) -> NoReturn:
-    """``ros2 run`` entry point: one node of ``cls`` on a single-threaded executor, then the
+    """``ros2 run`` entry point: one node of ``cls`` on the package's single-threaded executor
+    (ros/executor.py: its wait set kept between wake-ups), then the
     process ends (:func:`leave_process`; exit 0 after a stop, 2 on an ``InputError``, 1 with
     the traceback on an error in a callback).
 
@@ -144,7 +145,7 @@ def spin_node(cls, args=None) -> NoReturn:
         stop.install()
         rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
         node = cls()
-        executor = SingleThreadedExecutor()
+        executor = WaitSetExecutor()
         executor.add_node(node)
         freeze_startup_objects()
         stop.started()
