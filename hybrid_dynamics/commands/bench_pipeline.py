@@ -49,6 +49,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--seconds", type=float, default=None,
                         help="measure for this long per mode instead of --cycles joint states (misses over the "
                              "whole window; latency percentiles over its last 20 000 cycles)")
+    parser.add_argument("--thread-priority", type=int, default=0, metavar="N",
+                        help="the controller's thread_priority: SCHED_FIFO N (1-99) for the thread that runs "
+                             "its cycle, as ros2_control's (50 there); 0 (default): the default scheduler")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--table", metavar="JSON", default=None,
                         help="print the README's pipeline table (Markdown) from a saved --json output and exit")
@@ -105,9 +108,9 @@ def python_calls_per_cycle(robot, params, n=500) -> float:
     return round(pstats.Stats(profiler).total_calls / (n - n // 10), 1)
 
 
-def measure(robot_name, trigger, cycles, rate, seconds=None):
-    graph = Graph(robot_name, params={"whole_body_controller": {"trigger": trigger, **({"update_rate": rate}
-                                                                                      if rate else {})},
+def measure(robot_name, trigger, cycles, rate, seconds=None, thread_priority=0):
+    ctrl_params = {"trigger": trigger, "thread_priority": int(thread_priority), **({"update_rate": rate} if rate else {})}
+    graph = Graph(robot_name, params={"whole_body_controller": ctrl_params,
                                       "morphology_manager": {"auto_detect": False}})
     ctrl = graph.nodes["whole_body_controller"]
     rate = rate or ctrl.rate
@@ -133,8 +136,11 @@ def measure(robot_name, trigger, cycles, rate, seconds=None):
         c0, s0, t0 = ctrl.cycles, ctrl.safe_cycles, time.monotonic()
         k0 = ctrl.loop.skipped if ctrl.loop is not None else 0
         end = time.monotonic() + (seconds if seconds else duration)
+        # this thread wakes seldom: each wake-up takes the GIL, and a real-time cycle thread
+        # (--thread-priority) waits for it while the load keeps this one off a core
+        poll = 1.0 if seconds else 0.05
         while time.monotonic() < end and (seconds or ctrl.stats.count < cycles) and source.poll() is None:
-            time.sleep(0.05)        # seldom: each wake-up of this thread takes the GIL from the graph's
+            time.sleep(min(poll, max(0.0, end - time.monotonic())))
         elapsed = time.monotonic() - t0
         cycles_run = ctrl.cycles - c0
         lat = ctrl.stats.latencies()[:None if seconds else cycles]
@@ -147,6 +153,7 @@ def measure(robot_name, trigger, cycles, rate, seconds=None):
         executor = callbacks.executor_cpu(elapsed, cycles_run)
         params = ctrl.p
         spans = ctrl.stats.timeline()
+        priority = ctrl.cycle_priority
     finally:
         if on_gc in gc.callbacks:
             gc.callbacks.remove(on_gc)
@@ -155,6 +162,7 @@ def measure(robot_name, trigger, cycles, rate, seconds=None):
         graph.shutdown()
     return {
         "trigger": trigger, "controller": kind, "update_rate_hz": rate,
+        "thread_priority": priority,       # SCHED_FIFO priority the cycle's thread ran at (0: default scheduler)
         "joint_states_measured": int(len(lat)),
         "cycles_per_s": round(cycles_run / elapsed, 1) if elapsed > 0 else None,
         "latency_ms": _percentiles(lat), "cycle_compute_ms": _percentiles(comp),
@@ -308,7 +316,8 @@ def table(out) -> str:
         lat, comp = m["latency_ms"], m["cycle_compute_ms"]
         missed = "- (one cycle per joint state)" if m["deadline_misses"] is None else \
             f"{m['deadline_misses']} of {m['cycles']} ({100 * m['deadline_miss_ratio']:.2f} %)"
-        lines.append(f"| `{m['trigger']}` | {m['update_rate_hz']:g} | {m['cycles_per_s']} | {missed} "
+        fifo = f" (SCHED_FIFO {m['thread_priority']})" if m.get("thread_priority") else ""
+        lines.append(f"| `{m['trigger']}`{fifo} | {m['update_rate_hz']:g} | {m['cycles_per_s']} | {missed} "
                      f"| {lat['p50']:.3f} / {lat['p99']:.3f} / {lat['max']:.2f} | {comp['p50']:.3f} / {comp['p99']:.3f} |")
     lines.append(f"| library cycle, no ROS ({ref['python_calls_per_cycle']:g} Python calls) | - | - | - "
                  f"| - | {ref['p50']:.3f} / {ref['p99']:.3f} |")
@@ -326,7 +335,7 @@ def run(args) -> int:
     results = []
     params = None
     for mode in modes:
-        res, params = measure(args.robot, mode, args.cycles, args.rate, args.seconds)
+        res, params = measure(args.robot, mode, args.cycles, args.rate, args.seconds, args.thread_priority)
         results.append(res)
     robot = load_robot(args.robot)
     ref = _percentiles(library_cycle(robot, params))

@@ -133,6 +133,10 @@ WHOLE_BODY_CONTROLLER: Spec = {
                               "cycle per joint state (lock-step simulation, deterministic replay); thread: "
                               "cycle at update_rate in the node's own thread at absolute deadlines, on the "
                               "latest inputs (a real robot at 1 kHz; not under use_sim_time)"),
+    "thread_priority": Param(0, "SCHED_FIFO priority (1-99) of the thread that runs the control cycle, as "
+                                "ros2_control's thread_priority (50 there); 0: the default scheduler. Needs "
+                                "CAP_SYS_NICE or an rtprio limit; refused: a fault on /diagnostics, the cycle "
+                                "runs on (runtime/realtime.py)", (0, 99)),
     "solver": Param("", "QP solver: goldfarb_idnani, daqp, proxsuite or osqp; empty: the controller configuration's"),
     "commands_topic": Param("/effort_controller/commands", "std_msgs/Float64MultiArray out"),
     "actuator_forces_topic": Param("~/actuator_forces", "closed chains: actuator forces, order of actuators"),

@@ -172,11 +172,12 @@ def _set_damage(client_node, executor, text):
 
 def test_the_graph_at_1khz_answers_parameter_services_while_the_controller_runs():
     """The controller on its 1 kHz timer and a stand-in robot at 1 kHz, on the graph's executor
-    (the package's): a peer's node reads a parameter and sets a damage event by parameter
-    service while the control loop runs; the controller reassembles for it, its cycles go on
-    and its diagnostics keep coming."""
+    (the package's), its thread under SCHED_FIFO 10 (``thread_priority``): a peer's node reads
+    a parameter and sets a damage event by parameter service while the control loop runs; the
+    controller reassembles for it, its cycles go on and its diagnostics keep coming, with the
+    priority its thread runs at (or, where the process may not use SCHED_FIFO, the refusal)."""
     g = Graph("jethexa", params={"whole_body_controller": {"trigger": "timer", "update_rate": 1000.0,
-                                                           "diagnostics_period": 0.1},
+                                                           "diagnostics_period": 0.1, "thread_priority": 10},
                                  "morphology_manager": {"auto_detect": False}})
     ctx = Context()
     rclpy.init(context=ctx)
@@ -213,6 +214,11 @@ def test_the_graph_at_1khz_answers_parameter_services_while_the_controller_runs(
         assert leg2 and all(commands[-1][i] == 0.0 for i in leg2)       # the new morphology commands
         assert g.spin_until(lambda: ctrl.cycles > cycles + 500, timeout=30.0) and ctrl.safe_mode is None
         assert g.error is None
+        values = {kv.key: kv.value for kv in diag[-1].values}
+        if ctrl.faults["thread_priority"]:          # refused: reported, the loop ran on
+            assert values["thread_priority"] == "0" and values["rejected.thread_priority"] == "1"
+        else:
+            assert values["thread_priority"] == "10" and ctrl.cycle_priority == 10
     finally:
         peer_exec.shutdown()
         peer.destroy_node()
