@@ -73,6 +73,10 @@ class WeightShiftReference:
         self.t0: Optional[float] = None
         self.com0: Optional[np.ndarray] = None
         self.yaw0 = np.array([0.0, 0.0, 0.0, 1.0])
+        # one References for the whole run, its CoM target written in place each cycle (a new
+        # one per cycle, the orientation's normalisation and matrix with it, was about 15 us)
+        self._refs: Optional[References] = None
+        self._lateral = np.array([0.0, 1.0, 0.0])
 
     @property
     def started(self) -> bool:
@@ -85,12 +89,17 @@ class WeightShiftReference:
         R = pin.Quaternion(q[6], *q[3:6]).toRotationMatrix()
         yaw = math.atan2(R[1, 0], R[0, 0])
         self.yaw0 = np.array([0.0, 0.0, math.sin(yaw / 2), math.cos(yaw / 2)])
+        self._refs = References(com=Target(self.com0), base_orientation=OrientationTarget(self.yaw0))
 
     def reference(self, t: float) -> References:
+        """The references at ``t`` (the same object every cycle, updated in place)."""
         y, yd, ydd = self.shift.offset(t - self.t0)
-        e = np.array([0.0, 1.0, 0.0])
-        return References(com=Target(self.com0 + y * e, yd * e, ydd * e),
-                          base_orientation=OrientationTarget(self.yaw0))
+        com, e = self._refs.com, self._lateral
+        np.multiply(e, y, out=com.position)
+        com.position += self.com0
+        np.multiply(e, yd, out=com.velocity)
+        np.multiply(e, ydd, out=com.acceleration)
+        return self._refs
 
     def update(self, t: float, estimate):
         """(References, stance) at ``t`` for the state estimate (a ``BaseState``); the first

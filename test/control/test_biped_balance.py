@@ -137,3 +137,29 @@ def test_wrench_estimate_recovers_the_weight_standing_still_in_mujoco(run):
           f"MuJoCo contact {mujoco_fz.min():.2f}..{mujoco_fz.max():.2f} N")
     assert np.all(np.abs(totals / weight - 1) < 0.01)
     assert np.all(np.abs(totals / mujoco_fz - 1) < 0.01)
+
+
+def test_weight_shift_references_follow_the_shift_in_place():
+    """The references are one object updated in place each cycle: the CoM target is where the
+    robot stood plus the lateral shift, its velocity and acceleration the shift's time
+    derivatives (central differences of the position target), the base level at the start's
+    heading; a reference read earlier is not a copy."""
+    from hybrid_dynamics.control.balance import WeightShiftReference
+    robot = load_robot("hybrid_biped")
+    ref = WeightShiftReference(robot, SHIFT)
+    q = robot.q_stand.copy()
+    yaw = 0.3
+    q[3:7] = [0.0, 0.0, np.sin(yaw / 2), np.cos(yaw / 2)]
+    first, _ = ref.update(0.5, type("Estimate", (), {"q": q})())
+    com0 = pin.centerOfMass(robot.model, robot.model.createData(), q)
+    h = 1e-5
+    for t in (0.5, 2.7, 5.1, 9.9, 14.2, 30.0):
+        pos = lambda s: ref.reference(s).com.position.copy()      # noqa: E731
+        p_minus, p_plus = pos(t - h), pos(t + h)
+        refs = ref.reference(t)
+        assert refs is first
+        y = SHIFT.offset(t - 0.5)[0]
+        assert np.allclose(refs.com.position, com0 + [0.0, y, 0.0], atol=1e-15)
+        assert np.allclose(refs.com.velocity, (p_plus - p_minus) / (2 * h), atol=1e-8)
+        assert np.allclose(refs.com.acceleration, (p_plus - 2 * refs.com.position + p_minus) / h ** 2, atol=1e-3)
+        assert np.allclose(refs.base_orientation.rotation(), pin.rpy.rpyToMatrix(0.0, 0.0, yaw), atol=1e-15)
