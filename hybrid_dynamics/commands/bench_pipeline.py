@@ -51,7 +51,9 @@ def add_arguments(parser) -> None:
                              "whole window; latency percentiles over its last 20 000 cycles)")
     parser.add_argument("--thread-priority", type=int, default=0, metavar="N",
                         help="the controller's thread_priority: SCHED_FIFO N (1-99) for the thread that runs "
-                             "its cycle, as ros2_control's (50 there); 0 (default): the default scheduler")
+                             "its cycle, as ros2_control's (50 there), and the same for the stand-in robot's "
+                             "publishing thread (a robot's broadcasters publish from that real-time thread); "
+                             "0 (default): the default scheduler")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--table", metavar="JSON", default=None,
                         help="print the README's pipeline table (Markdown) from a saved --json output and exit")
@@ -117,7 +119,8 @@ def measure(robot_name, trigger, cycles, rate, seconds=None, thread_priority=0):
     duration = 3.0 + (seconds if seconds else cycles / rate * 3.0) + 10.0
     env = dict(os.environ)
     source = subprocess.Popen([sys.executable, "-m", "hybrid_dynamics.ros.sources", robot_name, "--rate", str(rate),
-                               "--duration", str(duration), "--noise", "0.001"],
+                               "--duration", str(duration), "--noise", "0.001",
+                               "--thread-priority", str(int(thread_priority))],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     collections = []                    # (start, duration, generation) of every collection
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import array
+import sys
 import time
 from typing import List, Optional
 
@@ -17,6 +18,7 @@ from std_msgs.msg import Float64MultiArray
 
 from ..model.robot import load_robot
 from ..runtime.inputs import sec_to_stamp
+from ..runtime.realtime import use_fifo_priority
 from .executor import WaitSetExecutor
 from .qos import COMMAND_QOS, SENSOR_QOS
 
@@ -99,7 +101,13 @@ def main(argv=None) -> int:
     parser.add_argument("--rate", type=float, default=1000.0)
     parser.add_argument("--duration", type=float, default=10.0)
     parser.add_argument("--noise", type=float, default=0.0)
+    parser.add_argument("--thread-priority", type=int, default=0,
+                        help="SCHED_FIFO priority of the publishing thread (0: the default scheduler), as a "
+                             "ros2_control robot's broadcasters publish from its real-time update thread")
     args = parser.parse_args(argv)
+    refused = use_fifo_priority(args.thread_priority)
+    if refused is not None:
+        print(f"hybrid_dynamics.ros.sources: {refused}", file=sys.stderr)
     rclpy.init()
     node = StandingSource(load_robot(args.robot), rate=args.rate, noise=args.noise)
     executor = WaitSetExecutor()
