@@ -14,9 +14,9 @@ guard condition or waitable) and the rcl wait set are built once, and again only
 change: ``add_node`` / ``remove_node``, or :meth:`wake`, which rclpy's nodes call for every
 entity they create or destroy (``Node._wake_executor``). The executor's own guard condition
 (triggered by those, by ``create_task`` and by shutdown) is in the wait set, so a change made
-from another thread during a wait ends the wait. Each wait then re-adds the kept handles (rcl's wait clears
-the entries that were not ready) and waits; the ready ones are run one per :meth:`spin_once`,
-timers first:
+from another thread during a wait ends the wait. Each wait then re-adds the kept handles
+(rcl's wait clears the entries that were not ready) and waits; the ready ones are run one per
+:meth:`spin_once`, timers first:
 
 * subscriptions: the message taken and the callback called with it, in this thread;
 * timers: ``call_timer`` and the callback;
@@ -37,11 +37,11 @@ Safety by construction:
   rebuild or shutdown, so an entity destroyed meanwhile (from a callback or another thread)
   is freed by rcl only after the executor let go of it: what the stock executor guarantees
   by entering every handle around each wait;
-* when an entity is created or destroyed (the guard fired), what is left of the current ready
-  list is dropped and the table rebuilt before anything else runs: a destroyed entity's
-  callback is never called afterwards. Subscriptions, timers, services and clients stay ready
-  in rcl until taken, so nothing is lost; a node guard condition dropped that way is
-  triggered again.
+* when an entity is created or destroyed (:meth:`wake`), what is left of the current ready
+  list is dropped and the table rebuilt before the next callback: a callback whose entity an
+  earlier callback destroyed is not called. Subscriptions, timers, services and clients stay
+  ready in rcl until taken, so the next wait reports them again; a node guard condition
+  dropped that way is triggered again.
 
 SIGINT: rclpy's signal guard condition is in the wait set, as in the stock executor; with
 the package's own signal handling (ros/stop_signal.py) the spinning loop looks at its stop
