@@ -132,7 +132,8 @@ WHOLE_BODY_CONTROLLER: Spec = {
     "trigger": Param("timer", "timer: cycle at update_rate on the executor's timer; joint_states: one "
                               "cycle per joint state (lock-step simulation, deterministic replay); thread: "
                               "cycle at update_rate in the node's own thread at absolute deadlines, on the "
-                              "latest inputs (a real robot at 1 kHz; not under use_sim_time)"),
+                              "latest inputs (not under use_sim_time; it shares the GIL with the executor: for "
+                              "1 kHz on a robot use timer with thread_priority, docs/control_loop.md)"),
     "thread_priority": Param(0, "SCHED_FIFO priority (1-99) of the thread that runs the control cycle, as "
                                 "ros2_control's thread_priority (50 there); 0: the default scheduler. Needs "
                                 "CAP_SYS_NICE or an rtprio limit; refused: a fault on /diagnostics, the cycle "
