@@ -10,11 +10,16 @@ from hybrid_dynamics.commands import bench_pipeline as bp
 
 
 def test_bench_pipeline_prints_percentiles(cli, tmp_path):
-    out = cli("bench", "pipeline", "--cycles", "300", "--trigger", "joint_states", "--json", timeout=300)
+    """Also with ``--thread-priority``: the priority the cycle's thread ran at is in the JSON and
+    the table (0 where this machine refuses SCHED_FIFO, the refusal then on stderr)."""
+    out = cli("bench", "pipeline", "--cycles", "300", "--trigger", "joint_states", "--thread-priority", "3",
+              "--json", timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     data = json.loads(out.stdout)
     mode = data["modes"][0]
     assert mode["trigger"] == "joint_states" and mode["joint_states_measured"] == 300
+    assert mode["thread_priority"] == 3 or (mode["thread_priority"] == 0 and "SCHED_FIFO 3" in out.stderr)
+    label = "| `joint_states` (SCHED_FIFO 3) | " if mode["thread_priority"] else "| `joint_states` | "
     lat = mode["latency_ms"]
     assert 0 < lat["p50"] <= lat["p99"] <= lat["max"]
     assert data["library_cycle_ms"]["n"] > 0 and mode["ratio_p50_to_library_cycle"] > 0
@@ -23,7 +28,7 @@ def test_bench_pipeline_prints_percentiles(cli, tmp_path):
     saved = tmp_path / "pipeline.json"
     saved.write_text(out.stdout)
     rows = cli("bench", "pipeline", "--table", str(saved)).stdout.splitlines()
-    assert len(rows) == 4 and rows[2].startswith("| `joint_states` | ")
+    assert len(rows) == 4 and rows[2].startswith(label)
     assert f"{lat['p50']:.3f} / {lat['p99']:.3f}" in rows[2] and rows[3].startswith("| library cycle")
     saved.write_text("{}")
     bad = cli("bench", "pipeline", "--table", str(saved))
