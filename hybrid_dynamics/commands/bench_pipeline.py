@@ -111,7 +111,8 @@ def python_calls_per_cycle(robot, params, n=500) -> float:
 
 
 def measure(robot_name, trigger, cycles, rate, seconds=None, thread_priority=0):
-    ctrl_params = {"trigger": trigger, "thread_priority": int(thread_priority), **({"update_rate": rate} if rate else {})}
+    ctrl_params = {"trigger": trigger, "thread_priority": int(thread_priority),
+                   **({"update_rate": rate} if rate else {})}
     graph = Graph(robot_name, params={"whole_body_controller": ctrl_params,
                                       "morphology_manager": {"auto_detect": False}})
     ctrl = graph.nodes["whole_body_controller"]
