@@ -415,6 +415,29 @@ def test_three_legs_lost_hidden_are_found_together_as_the_body_falls(tmp_path):
     assert sim.plant.body_touch is None and row["max_tilt_deg"] < 10.0, row
 
 
+def test_feet_landing_with_no_foot_down_are_not_sent_below_the_floor(tmp_path):
+    """Legs 2, 3 and 6 lost at once while they carried the body (undeclared, jethexa_tripod):
+    they are found 75 ms later, the estimate's base 3.3 cm above MuJoCo's because the lost
+    feet counted as down until then. Feet 1, 4 and 5, in the air at the loss, land; judged
+    from the estimate they were 3.3 cm up, so the touch-down search sent them on down while
+    they stood on the floor: with no foot down the estimate had nothing to hold its height
+    to and rose with them, and the legs threw the base up to 0.25 m, after which it tipped
+    past 45 deg (the declared run stands). A foot lands on time when no walking foot is down:
+    the robot stands, nothing but the feet touching the floor (MuJoCo's contacts), its base
+    (MuJoCo's) never above its standing height."""
+    spec = load_campaign("jethexa_tripod")
+    run = next(r for r in expand(spec, load_robot(spec.robot), 1.3)
+               if r.fault.id == "leg2+leg3+leg6" and not r.declared)
+    sim = ScenarioRun(scenario_of(spec, run), tmp_path / "run", progress=False, bag=False, plots=False,
+                      low_fraction=REST_FRACTION)
+    row = measure(sim, sim.run(), run)
+    assert sorted(d.describe() for d in sim.detector.detections) == ["leg2 lost", "leg3 lost", "leg6 lost"]
+    assert float(row["detection_latency_s"]) >= 0.05, row                 # late: the estimate is off by then
+    assert row["max_tilt_deg"] < 30.0 and sim.plant.body_touch is None, row
+    assert max(p[2] for p in sim.log.pos) < 1.05 * sim.stand_height, row
+    assert row["outcome"] == "stood" and row["stopped"] == "completed", row
+
+
 def test_a_landing_leg_is_not_convicted_on_a_falls_short_evidence(tmp_path):
     """Leg 6 lost (undeclared) at phase 2: the body dips and the IMU says it falls. Leg 2,
     landing, moves slowly at its touch-down; on the falling settings' 20 ms of encoders its

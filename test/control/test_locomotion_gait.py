@@ -174,6 +174,21 @@ def test_a_landing_foot_not_down_keeps_descending_until_measured_down(robot):
     assert ref.feet["leg5_foot"].stance
 
 
+def test_feet_landing_with_no_foot_down_land_on_time(robot):
+    """The tripod that carried the body lost (legs 2, 3, 6 while {1, 4, 5} swing): every foot
+    left is landing, none is down. Measured 8 mm up when their landing ends, they do not
+    search downwards (the estimate has no foot on the ground to place the body by: a foot
+    measured high may be a body estimated high): they are in stance at once, where a foot
+    landing beside one that is down keeps descending (the test above)."""
+    planner, _, _ = lose_legs_while_walking(robot, ("leg2", "leg3", "leg6"), 0.3)
+    cfg, ground = planner.config, planner.ground
+    assert set(planner.landing) == {"leg1_foot", "leg4_foot", "leg5_foot"}
+    late = 0.3 + cfg.landing_time + 0.01
+    up = {f: np.array([0.0, 0.0, ground + 0.008]) for f in planner.landing}
+    ref = planner.update(late, up)
+    assert all(ref.feet[f].stance for f in up) and not planner.landing
+
+
 def lose_legs_while_walking(robot, legs, t_loss):
     """A planner walking the tripod at 0.1 m/s that loses ``legs`` at ``t_loss``; with the
     footholds feet 4 and 5 were heading for before the loss."""

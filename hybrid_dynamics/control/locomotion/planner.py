@@ -215,6 +215,7 @@ class LocomotionPlanner:
         self.base_rotation: Optional[np.ndarray] = None          # of the estimate (update)
         self.base_angular_velocity: Optional[np.ndarray] = None  # world, of the estimate
         self.feet_measured: Optional[Mapping[str, np.ndarray]] = None
+        self.foot_down = True                   # a walking foot down at the start of the cycle (update)
         self.com_velocity: Optional[np.ndarray] = None   # of the estimate, world frame (update)
         self.com_measured: Optional[np.ndarray] = None
         self.set_morphology(self.morphology_map, t, settle=0.0, phase_origin=0.0)
@@ -709,6 +710,8 @@ class LocomotionPlanner:
         else:
             base, quat, v_lin, a_lin, com, w, dw = self._sit_reference(t, R)
         kept = None if self.morphology_map is None else {c.frame for c in self.morphology_map.contacts}
+        # whether any walking foot was down at the start of this cycle (_touchdown_search)
+        self.foot_down = any(self.frame_of[leg] not in self.landing for leg in self.walking)
         feet: Dict[str, FootReference] = {}
         for frame, nominal in self.nominal.items():
             if kept is None or frame in kept:
@@ -782,8 +785,16 @@ class LocomotionPlanner:
         ended keeps descending at ``search_speed`` (down to ``search_depth`` below the
         ground), rather than being declared in stance in the air: the QP would then hold it
         there with zero acceleration and lean on a force the ground never gives (a pair of
-        legs lost while the other tripod swung: the body sank onto two feet, campaign)."""
+        legs lost while the other tripod swung: the body sank onto two feet, campaign).
+        Not while no walking foot is down: the estimate then has no foot on the ground to
+        place the body by, a foot measured high may be a body estimated high, and a foot on
+        the floor sent on down lifts the body (legs 2+3+6 lost as they carried it, hidden:
+        found 75 ms later with the estimate 3.3 cm high, the three landing feet searched
+        downwards while on the floor, the estimate drifted up with them, and the legs threw
+        the base up to 0.25 m, campaign)."""
         cfg = self.config
+        if not self.foot_down:
+            return None
         p = None if feet_measured is None else feet_measured.get(frame)
         z = None if p is None else float(p[2])
         depth = cfg.search_speed * late
