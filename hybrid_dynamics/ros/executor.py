@@ -137,30 +137,18 @@ class WaitSetExecutor(Executor):
                 return False
         try:
             for node in self.get_nodes():
-                for sub in node.subscriptions:
-                    if keep(sub.handle, sub):
-                        plain = not inspect.iscoroutinefunction(sub.callback)
-                        subs.append(sub.handle)
-                        by_pointer[sub.handle.pointer] = (SUBSCRIPTION if plain else OTHER, sub, node,
-                                                          self._take_subscription)
-                for tmr in node.timers:
-                    if keep(tmr.handle, tmr):
-                        plain = not inspect.iscoroutinefunction(tmr.callback)
-                        timers.append(tmr.handle)
-                        by_pointer[tmr.handle.pointer] = (TIMER if plain else OTHER, tmr, node,
-                                                          self._take_timer)
-                for cli in node.clients:
-                    if keep(cli.handle, cli):
-                        clients.append(cli.handle)
-                        by_pointer[cli.handle.pointer] = (OTHER, cli, node, self._take_client)
-                for srv in node.services:
-                    if keep(srv.handle, srv):
-                        services.append(srv.handle)
-                        by_pointer[srv.handle.pointer] = (OTHER, srv, node, self._take_service)
-                for gc in node.guards:
-                    if keep(gc.handle, gc):
-                        guards.append(gc.handle)
-                        by_pointer[gc.handle.pointer] = (OTHER, gc, node, self._take_guard_condition)
+                for entities, handles, direct, take in (
+                        (node.subscriptions, subs, SUBSCRIPTION, self._take_subscription),
+                        (node.timers, timers, TIMER, self._take_timer),
+                        (node.clients, clients, None, self._take_client),
+                        (node.services, services, None, self._take_service),
+                        (node.guards, guards, None, self._take_guard_condition)):
+                    for entity in entities:
+                        if keep(entity.handle, entity):
+                            handles.append(entity.handle)
+                            # a subscription or timer runs directly unless its callback is a coroutine
+                            run_directly = direct is not None and not inspect.iscoroutinefunction(entity.callback)
+                            by_pointer[entity.handle.pointer] = (direct if run_directly else OTHER, entity, node, take)
                 for waitable in node.waitables:
                     if self.can_execute(waitable) and keep(waitable):
                         waitables.append((waitable, node))

@@ -401,6 +401,18 @@ def test_a_pair_lost_while_the_other_tripod_swings_is_found_as_the_body_starts_t
     assert float(row["detection_latency_s"]) >= 0.05 and row["outcome"] == "fell", row
 
 
+def measured(spec_name: str, fault: str, declared: bool, tmp_path, phase=None):
+    """The run of ``fault`` (declared or not, at damage ``phase`` when given) of the campaign
+    ``spec_name``, run through the library loop as the campaign runs it: (the simulation, its
+    row of the table)."""
+    spec = load_campaign(spec_name)
+    run = next(r for r in expand(spec, load_robot(spec.robot), 1.3)
+               if r.fault.id == fault and r.declared == declared and (phase is None or r.phase == phase))
+    sim = ScenarioRun(scenario_of(spec, run), tmp_path / "run", progress=False, bag=False, plots=False,
+                      low_fraction=REST_FRACTION)
+    return sim, measure(sim, sim.run(), run)
+
+
 def test_three_legs_lost_hidden_are_found_together_as_the_body_falls(tmp_path):
     """Legs 1, 3 and 6 lost at once (undeclared, jethexa_tripod): the IMU says the body falls
     and the three legs' encoders stop. Two legs at most were blamed at once, the third found
@@ -409,12 +421,7 @@ def test_three_legs_lost_hidden_are_found_together_as_the_body_falls(tmp_path):
     fall's evidence three legs may go together (``falling_max_legs``): the three are found in
     one decision within 25 ms of the loss and the robot stands on the three feet left, nothing
     but the feet touching the floor (MuJoCo's contacts)."""
-    spec = load_campaign("jethexa_tripod")
-    run = next(r for r in expand(spec, load_robot(spec.robot), 1.3)
-               if r.fault.id == "leg1+leg3+leg6" and not r.declared)
-    sim = ScenarioRun(scenario_of(spec, run), tmp_path / "run", progress=False, bag=False, plots=False,
-                      low_fraction=REST_FRACTION)
-    row = measure(sim, sim.run(), run)
+    sim, row = measured("jethexa_tripod", "leg1+leg3+leg6", False, tmp_path)
     detections = sim.detector.detections
     assert sorted(d.describe() for d in detections) == ["leg1 lost", "leg3 lost", "leg6 lost"]
     assert len({d.t for d in detections}) == 1 and all(d.falling for d in detections)
@@ -433,12 +440,7 @@ def test_feet_landing_with_no_foot_down_are_not_sent_below_the_floor(tmp_path):
     past 45 deg (the declared run stands). A foot lands on time when no walking foot is down:
     the robot stands, nothing but the feet touching the floor (MuJoCo's contacts), its base
     (MuJoCo's) never above its standing height."""
-    spec = load_campaign("jethexa_tripod")
-    run = next(r for r in expand(spec, load_robot(spec.robot), 1.3)
-               if r.fault.id == "leg2+leg3+leg6" and not r.declared)
-    sim = ScenarioRun(scenario_of(spec, run), tmp_path / "run", progress=False, bag=False, plots=False,
-                      low_fraction=REST_FRACTION)
-    row = measure(sim, sim.run(), run)
+    sim, row = measured("jethexa_tripod", "leg2+leg3+leg6", False, tmp_path)
     assert sorted(d.describe() for d in sim.detector.detections) == ["leg2 lost", "leg3 lost", "leg6 lost"]
     assert float(row["detection_latency_s"]) >= 0.05, row                 # late: the estimate is off by then
     assert row["max_tilt_deg"] < 30.0 and sim.plant.body_touch is None, row
@@ -452,12 +454,7 @@ def test_a_landing_leg_is_not_convicted_on_a_falls_short_evidence(tmp_path):
     femur looked still and the swing test convicted it as locked (then the robot fell). While
     the body falls the short evidence serves only a leg gone still as a whole: leg 6 alone is
     found, and the robot walks on."""
-    spec = load_campaign("jethexa")
-    run = next(r for r in expand(spec, load_robot(spec.robot), 1.3)
-               if r.fault.id == "leg6" and r.phase == 2 and not r.declared)
-    sim = ScenarioRun(scenario_of(spec, run), tmp_path / "run", progress=False, bag=False, plots=False,
-                      low_fraction=REST_FRACTION)
-    row = measure(sim, sim.run(), run)
+    sim, row = measured("jethexa", "leg6", False, tmp_path, phase=2)
     assert sim.fall_monitor.first is not None and sim.detector.falling_calls > 0
     assert [d.describe() for d in sim.detector.detections] == ["leg6 lost"]
     assert row["outcome"] == "walked", row

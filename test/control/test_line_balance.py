@@ -79,13 +79,19 @@ def test_no_force_of_the_feet_turns_the_body_about_their_line(two_feet):
         assert abs(u @ (dk2 + np.cross(com - feet[0], dl2)) - gravity) > 1e-3
 
 
-def test_its_inertia_is_pinocchios_about_the_line(two_feet):
-    robot, mmap, q0 = two_feet
+def line_of(two_feet):
+    """(Pinocchio's data at the standing pose, with its centroidal inertia; the balance over
+    the line of the two feet left, the mass and inertia those of the model left)."""
+    _, mmap, q0 = two_feet
     model, data = mmap.model, mmap.model.createData()
     pin.ccrba(model, data, q0, np.zeros(model.nv))
     pin.framesForwardKinematics(model, data, q0)
     feet = [data.oMf[model.getFrameId(f"{leg}_foot")].translation[:2] for leg in LEFT]
-    line = LineBalance.of(feet, pin.computeTotalMass(model), data.Ig.inertia)
+    return data, LineBalance.of(feet, pin.computeTotalMass(model), data.Ig.inertia)
+
+
+def test_its_inertia_is_pinocchios_about_the_line(two_feet):
+    data, line = line_of(two_feet)
     a = line.axis
     assert line.inertia == pytest.approx(a @ data.Ig.inertia @ a, rel=1e-12)
     # the roll about the line, from a rotation about it after a yaw (the yaw is read as
@@ -126,12 +132,7 @@ def test_the_balance_brings_the_com_back_over_the_line_and_holds_the_roll_asked(
     the line instead (what the sit-down asks, ``u`` = 0), the body rolls past 30 deg within
     0.5 s (``I phi'' = m g e``). Asked for a roll of 0.17 rad, it holds it with the
     CoM over the line (a body turned about its CoM needs no moment)."""
-    robot, mmap, q0 = two_feet
-    model, data = mmap.model, mmap.model.createData()
-    pin.ccrba(model, data, q0, np.zeros(model.nv))
-    pin.framesForwardKinematics(model, data, q0)
-    feet = [data.oMf[model.getFrameId(f"{leg}_foot")].translation[:2] for leg in LEFT]
-    line = LineBalance.of(feet, pin.computeTotalMass(model), data.Ig.inertia)
+    _, line = line_of(two_feet)
     kept = planar(line, 0.003, 0.02, True)
     assert abs(kept[-1, 0]) < 1e-4 and abs(kept[-1, 2]) < np.radians(0.5)
     assert np.abs(kept[:, 2]).max() < np.radians(20.0)

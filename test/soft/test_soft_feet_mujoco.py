@@ -18,29 +18,15 @@ from bag_messages import topic_messages
 from hybrid_dynamics.model.robot import load_robot
 from hybrid_dynamics.runtime.inputs import joint_state_sample
 from hybrid_dynamics.runtime.state import StateCore
-from hybrid_dynamics.sim.plant import Plant
 from hybrid_dynamics.sim.runner import ScenarioRun
 from hybrid_dynamics.sim.scenario import load_scenario
 from hybrid_dynamics.soft.coordinates import coordinate_names
+from soft_walk import walk_recorded
 
 
 @pytest.fixture(scope="module")
 def walked(tmp_path_factory):
-    sc = load_scenario("jethexa_soft_walk")
-    sc.controller = {"soft": {"machine_code": False}}          # no C compile in the test
-    run = ScenarioRun(sc, tmp_path_factory.mktemp("soft_walk"), duration=3.0, bag=False, plots=False,
-                      progress=False)
-    sent = []                                                   # every joint-state sample the plant gave
-    read = Plant.joint_states
-
-    def recorded(plant):
-        sample = read(plant)
-        sent.append(sample + (plant.contact_forces(),))
-        return sample
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(Plant, "joint_states", recorded)
-        summary = run.run()
-    return run, summary, sent
+    return walk_recorded("jethexa_soft_walk", tmp_path_factory.mktemp("soft_walk"))
 
 
 def test_walks_on_soft_feet_without_fallback(walked):

@@ -13,29 +13,13 @@ the commanded speed without a fall or a QP fallback.
 import numpy as np
 import pytest
 
-from hybrid_dynamics.sim.plant import Plant
-from hybrid_dynamics.sim.runner import ScenarioRun
-from hybrid_dynamics.sim.scenario import load_scenario
 from hybrid_dynamics.soft.coordinates import coordinate_names
+from soft_walk import walk_recorded
 
 
 @pytest.fixture(scope="module")
 def walked(tmp_path_factory):
-    sc = load_scenario("jethexa_shank_walk")
-    sc.controller = {"soft": {"machine_code": False}}          # no C compile in the test
-    run = ScenarioRun(sc, tmp_path_factory.mktemp("shank_walk"), duration=3.0, bag=False, plots=False,
-                      progress=False)
-    sent = []                                                   # every joint-state sample the plant gave
-    read = Plant.joint_states
-
-    def recorded(plant):
-        sample = read(plant)
-        sent.append(sample + (plant.contact_forces(),))
-        return sample
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(Plant, "joint_states", recorded)
-        summary = run.run()
-    return run, summary, sent
+    return walk_recorded("jethexa_shank_walk", tmp_path_factory.mktemp("shank_walk"))
 
 
 def test_walks_on_chains_of_soft_modules_without_fallback(walked):
