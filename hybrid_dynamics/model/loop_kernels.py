@@ -13,7 +13,21 @@ microsecond or more of dispatch for a few hundred flops. Here:
 - :func:`lu_factor`: LU with partial pivoting of J_lu in place and the reciprocal condition
   number in the 1-norm estimated as LAPACK's ``dgecon`` does (Higham's ``dlacn2``, Hager's
   method with the alternating-sign test);
-- :func:`lu_solve`: ``J_lu X = B`` or ``J_lu^T X = B`` from those factors.
+- :func:`lu_solve`: ``J_lu X = B`` or ``J_lu^T X = B`` from those factors;
+- :func:`factor_and_solve`: J_lu factored in its block layout and ``J_lu^-1 [J_la W, extra]``
+  solved, from J_l^T; :func:`lu_solve_blocks` solves again with those factors.
+
+Blocks: a loop's rows of J_lu touch only the passive joints of its own chains, so J_lu of a
+robot with several independent linkages is block diagonal up to a permutation of its rows and
+columns (hybrid_biped: 32 x 32 in 14 blocks of at most 6; found once per robot from the
+chains, :meth:`~hybrid_dynamics.model.loop_kinematics.LoopKinematics.lu_blocks`). Partial
+pivoting on the dense matrix never leaves a column's block (every other row holds an exact 0
+there) and an elimination step changes only its block's rows and columns, so factoring block
+by block does the dense factorisation's arithmetic on its non-zero entries, in the same order
+when each block keeps its columns in their original order: the same factors (rearranged), the
+same solutions; the condition estimate indexes its vectors by the original columns so that
+it is the dense one (only exact ties between pivot candidates may choose another row). Cost:
+the sum of the blocks' cubes instead of the cube of the whole.
 
 test/model/test_loop_kernels.py holds each to the numpy and LAPACK path it replaces (1e-12).
 """
@@ -114,41 +128,51 @@ def closure_terms(oMi, inter, Hab, S, MAB, kr, ar, J, dJ, v, with_v, e, JT, drif
 
 
 @njit(cache=True)
-def _argmax_abs(x):
-    """First index of the largest |x_i| (BLAS idamax)."""
+def _argmax_abs(x, pos):
+    """The position of the largest |x_i|, the first in the original order ``pos`` (BLAS idamax)."""
     j, best = 0, -1.0
-    for i in range(x.shape[0]):
-        if abs(x[i]) > best:
-            j, best = i, abs(x[i])
+    for i in range(pos.shape[0]):
+        if abs(x[pos[i]]) > best:
+            j, best = pos[i], abs(x[pos[i]])
     return j
 
 
+@njit(cache=True)
+def _abs_sum(x, pos):
+    """sum |x_i| in the original order ``pos`` (the same rounding whatever the block layout)."""
+    s = 0.0
+    for i in range(pos.shape[0]):
+        s += abs(x[pos[i]])
+    return s
+
+
 @njit(cache=True, fastmath={"reassoc", "contract"})
-def _apply_inverse(LU, x, trans):
+def _apply_inverse(LU, x, trans, first, end):
     """x <- (L U)^-1 x, or (L U)^-T x with ``trans`` (no row exchanges: the 1-norm of the
-    inverse does not see them), in place; L unit lower, U upper, both in ``LU`` (C order).
-    Sums in any order (``reassoc``: they vectorise); NaN and inf keep their meaning."""
+    inverse does not see them), in place; L unit lower, U upper, both in ``LU`` (C order), row
+    and column i inside its block [first[i], end[i]). Sums in any order (``reassoc``: they
+    vectorise); NaN and inf keep their meaning."""
     n = x.shape[0]
     if not trans:
         for i in range(n):
             s = x[i]
-            for j in range(i):
+            for j in range(first[i], i):
                 s -= LU[i, j] * x[j]
             x[i] = s
         for i in range(n - 1, -1, -1):
             s = x[i]
-            for j in range(i + 1, n):
+            for j in range(i + 1, end[i]):
                 s -= LU[i, j] * x[j]
             x[i] = s / LU[i, i]
     else:
         for i in range(n):
             x[i] /= LU[i, i]
             xi = x[i]
-            for j in range(i + 1, n):
+            for j in range(i + 1, end[i]):
                 x[j] -= LU[i, j] * xi
         for i in range(n - 1, -1, -1):
             xi = x[i]
-            for j in range(i):
+            for j in range(first[i], i):
                 x[j] -= LU[i, j] * xi
 
 
@@ -161,26 +185,28 @@ def _sign_vector(x, isgn):
 
 
 @njit(cache=True)
-def _inverse_norm_estimate(LU):
+def _inverse_norm_estimate(LU, first, end, pos):
     """||(L U)^-1||_1 estimated as LAPACK's dlacn2 (Higham 1988, Algorithm 4.1: at most five
-    power steps on the sign vectors, then the alternating-sign vector's lower bound)."""
+    power steps on the sign vectors, then the alternating-sign vector's lower bound). The
+    vectors' entries are indexed as the matrix's columns before any block layout (``pos``),
+    so that the estimate is the dense matrix's."""
     n = LU.shape[0]
     x = np.full(n, 1.0 / n)
     isgn = np.empty(n, dtype=np.int64)
-    _apply_inverse(LU, x, False)
+    _apply_inverse(LU, x, False, first, end)
     if n == 1:
         return abs(x[0])
-    est = np.abs(x).sum()
+    est = _abs_sum(x, pos)
     _sign_vector(x, isgn)
-    _apply_inverse(LU, x, True)
-    j = _argmax_abs(x)
+    _apply_inverse(LU, x, True, first, end)
+    j = _argmax_abs(x, pos)
     it = 2
     while True:
         x[:] = 0.0
         x[j] = 1.0
-        _apply_inverse(LU, x, False)
+        _apply_inverse(LU, x, False, first, end)
         est_old = est
-        est = np.abs(x).sum()
+        est = _abs_sum(x, pos)
         repeated = True
         for i in range(n):
             if (1 if x[i] >= 0.0 else -1) != isgn[i]:
@@ -189,61 +215,77 @@ def _inverse_norm_estimate(LU):
         if repeated or est <= est_old:
             break
         _sign_vector(x, isgn)
-        _apply_inverse(LU, x, True)
+        _apply_inverse(LU, x, True, first, end)
         j_last = j
-        j = _argmax_abs(x)
+        j = _argmax_abs(x, pos)
         if x[j_last] != abs(x[j]) and it < 5:
             it += 1
             continue
         break
     sign = 1.0
     for i in range(n):
-        x[i] = sign * (1.0 + i / (n - 1))
+        x[pos[i]] = sign * (1.0 + i / (n - 1))
         sign = -sign
-    _apply_inverse(LU, x, False)
-    temp = 2.0 * np.abs(x).sum() / (3.0 * n)
+    _apply_inverse(LU, x, False, first, end)
+    temp = 2.0 * _abs_sum(x, pos) / (3.0 * n)
     return max(est, temp)
 
 
-@njit(float64(C2, P1), cache=True, fastmath={"contract"})
-def lu_factor(A, piv):
-    """A (n x n) <- its LU factors with partial pivoting (LAPACK dgetrf's: L unit lower, U
-    upper, ``piv[i]`` the row exchanged with row i, 0-based); returns the reciprocal 1-norm
-    condition number estimated as LAPACK dgecon does, 0 when A is singular."""
+@njit(cache=True, fastmath={"contract"})
+def _factor_blocks(A, piv, first, end, pos):
+    """:func:`lu_factor` of a block-diagonal A whose row and column i lie in the block
+    [first[i], end[i]) (nothing outside the blocks is read or written): the factors, pivots
+    and rcond of the dense matrix, block by block ("Blocks" in the module doc)."""
     n = A.shape[0]
     anorm = 0.0
     for c in range(n):
         s = 0.0
-        for i in range(n):
+        for i in range(first[c], end[c]):
             s += abs(A[i, c])
         anorm = max(anorm, s)
     singular = False
     row = np.empty(n)
     for k in range(n):
+        a, b = first[k], end[k]
         p, best = k, abs(A[k, k])
-        for i in range(k + 1, n):
+        for i in range(k + 1, b):
             if abs(A[i, k]) > best:
                 p, best = i, abs(A[i, k])
         piv[k] = p
         if p != k:
-            for c in range(n):
+            for c in range(a, b):
                 A[k, c], A[p, c] = A[p, c], A[k, c]
         if A[k, k] == 0.0:
             singular = True
             continue
         inv = 1.0 / A[k, k]
-        for c in range(k + 1, n):          # pivot row apart: the update below vectorises
+        for c in range(k + 1, b):          # pivot row apart: the update below vectorises
             row[c] = A[k, c]
-        for i in range(k + 1, n):
+        for i in range(k + 1, b):
             A[i, k] *= inv
             f = A[i, k]
             if f != 0.0:
-                for c in range(k + 1, n):
+                for c in range(k + 1, b):
                     A[i, c] -= f * row[c]
     if singular or anorm == 0.0:
         return 0.0
-    inv_norm = _inverse_norm_estimate(A)
+    inv_norm = _inverse_norm_estimate(A, first, end, pos)
     return (1.0 / inv_norm) / anorm if inv_norm != 0.0 else 0.0
+
+
+@njit(cache=True)
+def _dense(n):
+    """The block layout of a dense n x n matrix: one block, the original order."""
+    return np.zeros(n, dtype=np.intp), np.full(n, n, dtype=np.intp), np.arange(n)
+
+
+@njit(float64(C2, P1), cache=True)
+def lu_factor(A, piv):
+    """A (n x n) <- its LU factors with partial pivoting (LAPACK dgetrf's: L unit lower, U
+    upper, ``piv[i]`` the row exchanged with row i, 0-based); returns the reciprocal 1-norm
+    condition number estimated as LAPACK dgecon does, 0 when A is singular."""
+    first, end, pos = _dense(A.shape[0])
+    return _factor_blocks(A, piv, first, end, pos)
 
 
 @njit(cache=True, fastmath={"contract"})
@@ -266,18 +308,18 @@ def _permute_rows(B, piv, forward):
                 B[i, c], B[p, c] = B[p, c], B[i, c]
 
 
-@njit(void(C2, P1, C2, boolean), cache=True, fastmath={"contract"})
-def lu_solve(LU, piv, B, trans):
-    """B (n x k, C order) <- A^-1 B, or A^-T B with ``trans``, from :func:`lu_factor`'s
-    factors; row operations on B (they vectorise over its k columns)."""
+@njit(cache=True, fastmath={"contract"})
+def _solve_blocks(LU, piv, B, trans, first, end):
+    """B (n x k, C order) <- A^-1 B, or A^-T B with ``trans``, from the factors of
+    :func:`_factor_blocks`; row operations on B (they vectorise over its k columns)."""
     n, k = LU.shape[0], B.shape[1]
     if not trans:
         _permute_rows(B, piv, True)
         for i in range(n):                        # L y = P b
-            for j in range(i):
+            for j in range(first[i], i):
                 _row_update(B, i, j, LU[i, j])
         for i in range(n - 1, -1, -1):            # U x = y
-            for j in range(i + 1, n):
+            for j in range(i + 1, end[i]):
                 _row_update(B, i, j, LU[i, j])
             for c in range(k):
                 B[i, c] /= LU[i, i]
@@ -285,33 +327,65 @@ def lu_solve(LU, piv, B, trans):
     for i in range(n):                            # U^T y = b
         for c in range(k):
             B[i, c] /= LU[i, i]
-        for j in range(i + 1, n):
+        for j in range(i + 1, end[i]):
             _row_update(B, j, i, LU[i, j])
     for i in range(n - 1, -1, -1):                # L^T z = y, then P^T
-        for j in range(i):
+        for j in range(first[i], i):
             _row_update(B, j, i, LU[i, j])
     _permute_rows(B, piv, False)
 
 
-@njit(float64(F2, I1, I1, F2, F2, C2, P1, C2), cache=True)
-def factor_and_solve(JT, iu, ia, W, extra, LU, piv, X):
-    """J_lu = J_l[:, iu] factored into ``LU``, ``piv`` (:func:`lu_factor`) and, unless it is
-    singular, ``X = J_lu^-1 [J_la W, extra]`` with J_la = J_l[:, ia], from J_l^T (``JT``,
-    nv x m); returns the reciprocal condition number (0: singular, ``X`` not written)."""
+@njit(void(C2, P1, C2, boolean), cache=True)
+def lu_solve(LU, piv, B, trans):
+    """B (n x k, C order) <- A^-1 B, or A^-T B with ``trans``, from :func:`lu_factor`'s
+    factors."""
+    first, end, _ = _dense(LU.shape[0])
+    _solve_blocks(LU, piv, B, trans, first, end)
+
+
+@njit(void(C2, P1, C2, boolean, I1, I1, I1, I1), cache=True)
+def lu_solve_blocks(LU, piv, B, trans, rows, cols, first, end):
+    """B (n x k, C order) <- J_lu^-1 B, or J_lu^-T B with ``trans``, from the block factors of
+    :func:`factor_and_solve` (block position p holds row ``rows[p]`` and column ``cols[p]`` of
+    J_lu): B is gathered into the block order, solved, and scattered back."""
+    n, k = LU.shape[0], B.shape[1]
+    into, back = (cols, rows) if trans else (rows, cols)
+    T = np.empty((n, k))
+    for p in range(n):
+        for c in range(k):
+            T[p, c] = B[into[p], c]
+    _solve_blocks(LU, piv, T, trans, first, end)
+    for p in range(n):
+        for c in range(k):
+            B[back[p], c] = T[p, c]
+
+
+@njit(float64(F2, I1, I1, F2, F2, I1, I1, I1, I1, I1, C2, P1, C2), cache=True)
+def factor_and_solve(JT, iu, ia, W, extra, rows, cols, first, end, pos, LU, piv, X):
+    """J_lu = J_l[:, iu] factored into ``LU``, ``piv`` and, unless it is singular,
+    ``X = J_lu^-1 [J_la W, extra]`` with J_la = J_l[:, ia], from J_l^T (``JT``, nv x m);
+    returns the reciprocal condition number (0: singular, ``X`` not written). J_lu in its
+    block layout (the module doc): block position p holds row ``rows[p]`` and column
+    ``cols[p]`` of J_lu, ``pos`` the position of each column; ``LU`` holds the blocks only."""
     m, k, p = JT.shape[1], W.shape[1], extra.shape[1]
-    for c in range(iu.shape[0]):
-        for i in range(m):
-            LU[i, c] = JT[iu[c], i]
-    rcond = lu_factor(LU, piv)
+    for r in range(m):
+        for c in range(first[r], end[r]):
+            LU[r, c] = JT[iu[cols[c]], rows[r]]
+    rcond = _factor_blocks(LU, piv, first, end, pos)
     if rcond == 0.0:
         return 0.0
+    B = np.empty((m, k + p))
     for r in range(m):
+        row = rows[r]
         for j in range(k):
             s = 0.0
             for a in range(ia.shape[0]):
-                s += JT[ia[a], r] * W[a, j]
-            X[r, j] = s
+                s += JT[ia[a], row] * W[a, j]
+            B[r, j] = s
         for j in range(p):
-            X[r, k + j] = extra[r, j]
-    lu_solve(LU, piv, X, False)
+            B[r, k + j] = extra[row, j]
+    _solve_blocks(LU, piv, B, False, first, end)
+    for r in range(m):
+        for j in range(k + p):
+            X[cols[r], j] = B[r, j]
     return rcond

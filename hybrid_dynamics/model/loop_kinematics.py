@@ -51,7 +51,7 @@ import pinocchio as pin
 from scipy.optimize import least_squares
 
 from ..errors import InputError
-from .loop_kernels import closure_terms, factor_and_solve, lu_factor, lu_solve
+from .loop_kernels import closure_terms, factor_and_solve, lu_factor, lu_solve, lu_solve_blocks
 
 
 _WA_OM = np.array([2, 0])
@@ -110,10 +110,10 @@ class PassiveSolve:
     right singular vectors are ``null``, an orthonormal basis of the free internal motions
     (n_u x (n_u - rank); n_u x 0 on the LU path)."""
 
-    __slots__ = ("lu", "piv", "U", "s", "Vt", "rcond", "null")
+    __slots__ = ("lu", "piv", "U", "s", "Vt", "rcond", "null", "blocks")
 
     def __init__(self, Jlu: np.ndarray, rank: Optional[int]):
-        self.U = self.s = self.Vt = self.lu = self.piv = None
+        self.U = self.s = self.Vt = self.lu = self.piv = self.blocks = None
         self.null = np.zeros((Jlu.shape[1], 0))
         if not Jlu.size:
             self.lu, self.piv, self.rcond = Jlu, np.zeros(0, dtype=np.int32), 1.0
@@ -126,11 +126,12 @@ class PassiveSolve:
             self.U, self.s, self.Vt, self.null = U[:, :rank], s[:rank], Vt[:rank], Vt[rank:].T
 
     @classmethod
-    def factored(cls, lu: np.ndarray, piv: np.ndarray, rcond: float) -> "PassiveSolve":
-        """Square J_lu already factored by :func:`~.loop_kernels.lu_factor`."""
+    def factored(cls, lu: np.ndarray, piv: np.ndarray, rcond: float, blocks=None) -> "PassiveSolve":
+        """Square J_lu already factored by :func:`~.loop_kernels.lu_factor`, or in the block
+        layout ``blocks`` (:meth:`LoopKinematics.lu_blocks`) by :func:`~.loop_kernels.factor_and_solve`."""
         fac = cls.__new__(cls)
         fac.U = fac.s = fac.Vt = None
-        fac.lu, fac.piv, fac.rcond = lu, piv, rcond
+        fac.lu, fac.piv, fac.rcond, fac.blocks = lu, piv, rcond, blocks
         fac.null = np.zeros((lu.shape[1], 0))
         return fac
 
@@ -151,7 +152,10 @@ class PassiveSolve:
         if not self.lu.size:
             return np.zeros((0,) + b.shape[1:])
         X = np.array(b, dtype=float).reshape(b.shape[0], -1)
-        lu_solve(self.lu, self.piv, X, trans)
+        if self.blocks is None:
+            lu_solve(self.lu, self.piv, X, trans)
+        else:
+            lu_solve_blocks(self.lu, self.piv, X, trans, *self.blocks[:4])
         return X.reshape(b.shape)
 
 
@@ -317,6 +321,43 @@ class LoopKinematics:
             self.rank_l, self.rank_u = numerical_rank(J, tol), numerical_rank(J[:, self.iu], tol)
         self.n_free = self.n_pas - self.rank_u
         self._svd_rank = None if (self.m == self.n_pas == self.rank_u) else self.rank_u
+        self._blocks = self.lu_blocks() if self._svd_rank is None and self.m else None
+
+    def lu_blocks(self):
+        """The block layout of a square J_lu (module doc of :mod:`.loop_kernels`), from the
+        chains alone (J_l's row of loop k is zero outside the joints between its cut frames,
+        at every state): loops and passive joints joined when a loop moves the joint, each
+        connected group a block, its rows and columns in their original order. (rows, cols,
+        first, end, pos): block position p holds row ``rows[p]`` and column ``cols[p]``, its
+        block spans [first[p], end[p]), column c sits at ``pos[c]``. One dense block when a
+        group is not square (J_lu is then singular anyway)."""
+        m, n = self.m, self.n_pas
+        parent = list(range(m + n))              # union-find over rows (0..m) and columns (m..)
+
+        def root(i):
+            while parent[i] != i:
+                parent[i] = parent[parent[i]]
+                i = parent[i]
+            return i
+        for r in range(m):
+            for c in np.flatnonzero(self._S[self._kr[r], self.iu]):
+                parent[root(r)] = root(m + int(c))
+        groups = {}
+        for i in range(m + n):
+            groups.setdefault(root(i), ([], []))[i >= m].append(i if i < m else i - m)
+        ordered = sorted(groups.values(), key=lambda g: min(g[1]) if g[1] else n)
+        if any(len(rs) != len(cs) for rs, cs in ordered):
+            ordered = [(list(range(m)), list(range(n)))]
+        rows, cols, first, end = [], [], [], []
+        for rs, cs in ordered:
+            a = len(rows)
+            rows += sorted(rs)
+            cols += sorted(cs)
+            first += [a] * len(rs)
+            end += [a + len(rs)] * len(rs)
+        pos = np.empty(n, dtype=np.intp)
+        pos[cols] = np.arange(n)
+        return tuple(np.array(x, dtype=np.intp) for x in (rows, cols, first, end)) + (pos,)
 
     # ------------------------------------------------------------------ kinematics
     def __getstate__(self):
@@ -442,11 +483,11 @@ class LoopKinematics:
         if self._svd_rank is not None or not self.m:
             fac = self.factor(JT)
             return fac, fac.solve(np.hstack([JT[self.ia].T @ W, extra]))
-        lu = np.empty((self.m, self.n_pas))
+        lu = np.zeros((self.m, self.n_pas))
         piv = np.empty(self.m, dtype=np.int32)
         X = np.empty((self.m, W.shape[1] + extra.shape[1]))
-        rcond = factor_and_solve(JT, self.iu, self.ia, W, extra, lu, piv, X)
-        fac = PassiveSolve.factored(lu, piv, rcond)
+        rcond = factor_and_solve(JT, self.iu, self.ia, W, extra, *self._blocks, lu, piv, X)
+        fac = PassiveSolve.factored(lu, piv, rcond, self._blocks)
         self.last_rcond, self.last_null = rcond, fac.null
         return fac, X
 

@@ -149,6 +149,40 @@ def test_factor_and_solve_equal_lapack(biped, walk):
         close(fac.solve_t(c), lapack.dgetrs(lu0, piv0, c, trans=1)[0], 1e-10)
 
 
+def test_block_layout_equals_the_dense_factorisation(biped, walk):
+    """J_lu factored block by block (the layout found from the chains) against the same kernel
+    on the dense matrix: the blocks hold every non-zero of J_lu at open and closed states, the
+    solutions and the condition estimate are the dense ones (1e-12; the arithmetic is the
+    same), and J_lu^-T solves from the block factors too."""
+    kin = LoopClosureKinematics(biped)
+    rows, cols, first, end, pos = kin._blocks
+    sizes = np.bincount(first)[np.unique(first)]
+    assert len(sizes) > 1 and sizes.sum() == kin.m and sizes.max() < kin.m / 4
+    block = np.zeros((kin.m, kin.n_pas), dtype=bool)
+    for p in range(kin.m):
+        block[rows[p], cols[first[p]:end[p]]] = True
+    n = kin.m
+    dense = (np.arange(n), np.arange(n), np.zeros(n, dtype=np.intp), np.full(n, n, dtype=np.intp), np.arange(n))
+    rng = np.random.default_rng(11)
+    for q, v in _states(biped, walk, rng):
+        e, JT, drift = kin._evaluate(q, v)
+        Jlu = JT[kin.iu].T
+        assert not Jlu[~block].any() and Jlu[block].any()
+        W = rng.standard_normal((kin.n_act, 13))
+        out = []
+        for layout in (kin._blocks, dense):
+            lu, piv, X = np.zeros((n, n)), np.empty(n, dtype=np.int32), np.empty((n, 15))
+            rcond = lk.factor_and_solve(JT, kin.iu, kin.ia, W, np.c_[e, drift], *layout, lu, piv, X)
+            out.append((rcond, X))
+        (rcond, X), (rcond0, X0) = out
+        close(X, X0)
+        assert abs(rcond - rcond0) <= 1e-12 * rcond0
+        fac, _ = kin.factor_solve(JT, W, np.c_[e, drift])
+        c = rng.standard_normal(n)
+        close(Jlu.T @ fac.solve_t(c), c, 1e-9)
+        close(Jlu @ fac.solve(c), c, 1e-9)
+
+
 def test_projection_and_estimator_equal_the_lapack_path(biped, walk):
     """G_f and the drift, and a run of the passive-state estimator, with the compiled terms
     and LU against the same with the numpy terms and LAPACK's LU (PassiveSolve of the
