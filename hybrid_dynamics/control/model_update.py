@@ -23,7 +23,9 @@ rows/columns are sliced with ``v_index`` ([Farghdani 2025], Algorithm 1): exact,
 Closed chains ([Mingo Hoffman 2024, Appendix B]): with ``v = G_f v_m`` and ``a = G_f a_m + d`` from
 :class:`~hybrid_dynamics.dynamics.closed_chain.LoopClosureKinematics`, the controller works in
 the independent coordinates: ``M_red = G_f^T M G_f``, ``h_red = G_f^T (h + M d)``,
-``J_red = J G_f``, ``drift_red = drift + J d``. Loops that leave internal motions free (split
+``J_red = J G_f``, ``drift_red = drift + J d``; G_f's passive rows and ``d`` come from the pass's
+placements, J and dJ in one compiled call, kept in place from cycle to cycle
+(:meth:`~hybrid_dynamics.model.loop_kinematics.LoopKinematics.projection_into`). Loops that leave internal motions free (split
 coaxial joints, Cassie's springs) add their inertial ones to the coordinates: ``G_f`` gets the
 columns ``N`` (:meth:`~hybrid_dynamics.dynamics.closed_chain.LoopClosureKinematics.inertial_free_motions`),
 ``v_m`` the rates ``N^T v_u``, and their rows, like the base's, carry no actuator. Passive
@@ -96,6 +98,9 @@ class ModelUpdate:
             if self._oMi is not None and self.model.njoints > 1 else None
         self._loops_compiled = projection is not None and projection.compiled and self._oMi is not None \
             and self.model.nv == projection.nv
+        # the whole projection in one compiled call, into G and d kept from cycle to cycle
+        self._loops_fused = self._loops_compiled and projection.fused and not projection.n_inertial
+        self._G_d = (projection.G_f.copy(), np.zeros(projection.nv)) if self._loops_fused else None
         nv_full = self.model.nv
         self.v_index = (morphology_map.v_index if morphology_map is not None else np.arange(nv_full))
         self.sliced = len(self.v_index) != nv_full
@@ -177,11 +182,15 @@ class ModelUpdate:
         pin.computeAllTerms(model, data, q_full, v_full)
         if self.projection is not None:
             kin = self.projection
-            state = None
-            if self._loops_compiled:
-                e, JT, drift = kin.terms_from(data, self._oMi, v_full)
-                state = LoopState(e, JT.T, drift)
-            G, d = kin.projection(q_full, v_full, state)
+            if self._loops_fused:
+                G, d = self._G_d
+                kin.projection_into(data, self._oMi, v_full, G, d)
+            else:
+                state = None
+                if self._loops_compiled:
+                    e, JT, drift = kin.terms_from(data, self._oMi, v_full)
+                    state = LoopState(e, JT.T, drift)
+                G, d = kin.projection(q_full, v_full, state)
             M = data.M
             vm = [v_full[:self.nb], v_full[kin.ia]]
             if self.n_free:

@@ -15,7 +15,9 @@ microsecond or more of dispatch for a few hundred flops. Here:
   method with the alternating-sign test);
 - :func:`lu_solve`: ``J_lu X = B`` or ``J_lu^T X = B`` from those factors;
 - :func:`factor_and_solve`: J_lu factored in its block layout and ``J_lu^-1 [J_la W, extra]``
-  solved, from J_l^T; :func:`lu_solve_blocks` solves again with those factors.
+  solved, from J_l^T; :func:`lu_solve_blocks` solves again with those factors;
+- :func:`project`: the controller's whole projection (the closure terms, the factors, G_f's
+  passive rows and the drift written in place) in one call.
 
 Blocks: a loop's rows of J_lu touch only the passive joints of its own chains, so J_lu of a
 robot with several independent linkages is block diagonal up to a permutation of its rows and
@@ -388,4 +390,37 @@ def factor_and_solve(JT, iu, ia, W, extra, rows, cols, first, end, pos, LU, piv,
     for r in range(m):
         for j in range(k + p):
             X[cols[r], j] = B[r, j]
+    return rcond
+
+
+@njit(float64(RO2, I1, F3, F2, F2, I1, I1, F2, F2, F1, I1, I1, I1, I1, I1, I1, I1, F1, F2, F1, C2, P1, C2,
+              F2, F1), cache=True)
+def project(oMi, inter, Hab, S, MAB, kr, ar, J, dJ, v, iu, ia, rows, cols, first, end, pos, e, JT, drift,
+            LU, piv, B, G, d):
+    """The controller's projection ([Mingo Hoffman 2024, Appendix B]) from a Pinocchio pass
+    (as :func:`closure_terms`), in one call: the closure terms into ``e``, ``JT``, ``drift``,
+    J_lu factored in its block layout (:func:`factor_and_solve`, ``B`` its right-hand sides),
+    then the passive rows of ``G`` (a copy of G_f, its other rows left alone) and of the
+    acceleration drift ``d``: J_m = -J_lu^-1 J_la, d_u = -J_lu^-1 J_l_dot v. The same
+    arithmetic as :func:`closure_terms` then :func:`factor_and_solve` with W = I and the drift
+    as ``extra``. Returns rcond (0: singular, ``G`` and ``d`` not written)."""
+    closure_terms(oMi, inter, Hab, S, MAB, kr, ar, J, dJ, v, True, e, JT, drift)
+    m, n_act = e.shape[0], ia.shape[0]
+    nb = G.shape[1] - n_act
+    for r in range(m):
+        for c in range(first[r], end[r]):
+            LU[r, c] = JT[iu[cols[c]], rows[r]]
+    rcond = _factor_blocks(LU, piv, first, end, pos)
+    if rcond == 0.0:
+        return 0.0
+    for r in range(m):
+        for j in range(n_act):
+            B[r, j] = JT[ia[j], rows[r]]
+        B[r, n_act] = drift[rows[r]]
+    _solve_blocks(LU, piv, B, False, first, end)
+    for r in range(m):
+        u = iu[cols[r]]
+        for j in range(n_act):
+            G[u, nb + j] = -B[r, j]
+        d[u] = -B[r, n_act]
     return rcond

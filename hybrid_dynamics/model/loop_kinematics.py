@@ -51,7 +51,7 @@ import pinocchio as pin
 from scipy.optimize import least_squares
 
 from ..errors import InputError
-from .loop_kernels import closure_terms, factor_and_solve, lu_factor, lu_solve, lu_solve_blocks
+from .loop_kernels import closure_terms, factor_and_solve, lu_factor, lu_solve, lu_solve_blocks, project
 
 
 _WA_OM = np.array([2, 0])
@@ -322,6 +322,7 @@ class LoopKinematics:
         self.n_free = self.n_pas - self.rank_u
         self._svd_rank = None if (self.m == self.n_pas == self.rank_u) else self.rank_u
         self._blocks = self.lu_blocks() if self._svd_rank is None and self.m else None
+        self._work = None                        # projection_into's buffers, made at its first call
 
     def lu_blocks(self):
         """The block layout of a square J_lu (module doc of :mod:`.loop_kernels`), from the
@@ -508,6 +509,30 @@ class LoopKinematics:
         if d_u is not None:
             drift[self.iu] = d_u
         return G, drift
+
+    @property
+    def fused(self) -> bool:
+        """Whether :meth:`projection_into` serves this robot: :attr:`compiled` and J_lu square
+        of full rank (the LU path)."""
+        return self._compiled and self._blocks is not None
+
+    def projection_into(self, data: pin.Data, placements: np.ndarray, v: np.ndarray, G: np.ndarray,
+                        drift: np.ndarray) -> None:
+        """:meth:`projection` from a Pinocchio pass already run on ``data`` (as
+        :meth:`terms_from`, with ``dJ``), written in place: the passive rows of ``G`` (a copy
+        of ``G_f``; its other rows are never written) and of ``drift`` (zero elsewhere), in one
+        compiled call (:func:`~.loop_kernels.project`): the same numbers as :meth:`projection`.
+        Only when :attr:`fused`. Raises :class:`SingularLinkage` when J_lu is singular."""
+        w = self._work
+        if w is None:
+            m = self.m
+            w = self._work = (np.empty(m), np.empty((self.nv, m)), np.empty(m), np.zeros((m, m)),
+                              np.empty(m, dtype=np.int32), np.empty((m, self.n_act + 1)))
+        rcond = project(placements, self._inter, self._Hab, self._S, self._MAB, self._kr, self._ar, data.J,
+                        data.dJ, v, self.iu, self.ia, *self._blocks, *w, G, drift)
+        self.last_rcond = rcond
+        if rcond < 1e-12:
+            raise SingularLinkage(f"J_lu is singular (rcond {rcond:.1e})")
 
     def _projection_terms(self, J, drift_acc):
         """(J_m, drift_u = -J_lu^+ J_l_dot v or None); raises SingularLinkage."""

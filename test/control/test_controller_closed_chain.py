@@ -14,6 +14,7 @@ from hybrid_dynamics.control.tsid_peer import workloads as wl
 from hybrid_dynamics.control.references import OrientationTarget, Target
 from hybrid_dynamics.dynamics.closed_chain import LoopClosureKinematics
 from hybrid_dynamics.model.robot import load_robot
+from loop_reference import constraint_dynamics
 
 
 @pytest.mark.parametrize("solver", ["proxsuite", "daqp", "goldfarb_idnani"])
@@ -84,3 +85,48 @@ def test_dense_backends_agree_on_the_closed_walking_states():
         if on:
             assert np.abs(a.tau_vector - b.tau_vector).max() <= 1e-6 * max(1.0, np.abs(a.tau_vector).max())
             assert np.abs(a.dv - b.dv).max() <= 1e-6 * max(1.0, np.abs(a.dv).max())
+
+
+def test_walking_accelerations_reproduced_by_pinocchio_constraint_dynamics():
+    """The bench's closed walking states (loops closed to 1e-10, stance alternating): the model
+    update's projection (one compiled call writing G_f's passive rows and the drift in place)
+    equals the loop kinematics' own (1e-12), and the actuator and contact forces the controller
+    outputs, applied in Pinocchio's constraintDynamics (the loops alone constrained), give the
+    controller's base and actuated accelerations to 1e-9, with the loops closed at acceleration
+    level."""
+    robot = load_robot("hybrid_biped")
+    m = robot.model
+    samples = wl.workload(robot, "walk", 400)[::25]
+    assert wl.closure_residual(robot, samples) < 1e-10
+    frames = [c.frame for c in robot.contacts]
+    ctrl = WholeBodyController(robot, {"solver": "goldfarb_idnani"})
+    st = ctrl.formulation.state
+    assert st._loops_fused                       # hybrid_biped takes the one-call projection
+    kin = LoopClosureKinematics(robot)
+    d = m.createData()
+    worst = {"G": 0.0, "acc": 0.0, "loop": 0.0}
+    moving = 0.0
+    for s in samples:
+        out = ctrl.update(s.q, s.v, dict(zip(frames, s.stance)), tp.references_for(s))
+        assert not out.fallback, out.status
+        G0, d0 = kin.projection(s.q, s.v)
+        worst["G"] = max(worst["G"], np.abs(st.G - G0).max() / np.abs(G0).max(),
+                         np.abs(st.d - d0).max() / max(1.0, np.abs(d0).max()))
+        tau = np.zeros(m.nv)
+        tau[kin.ia] = out.tau_vector
+        pin.computeJointJacobians(m, d, s.q)
+        pin.updateFramePlacements(m, d)
+        for c in robot.contacts:
+            fid = m.getFrameId(c.frame)
+            J = pin.getFrameJacobian(m, d, fid, pin.LOCAL_WORLD_ALIGNED)
+            for p, f in zip(c.points, out.point_forces[c.frame]):
+                tau += (J[:3] - pin.skew(d.oMf[fid].rotation @ p) @ J[3:]).T @ f
+        ddq = constraint_dynamics(robot, s.q, s.v, tau)
+        scale = max(1.0, np.abs(ddq).max())
+        worst["acc"] = max(worst["acc"], np.abs(ddq[:6] - out.dv[:6]).max() / scale,
+                           np.abs(ddq[kin.ia] - out.dv[6:]).max() / scale)
+        loops = kin.compute(s.q, s.v)
+        worst["loop"] = max(worst["loop"], np.abs(loops.J @ ddq + loops.drift_acc).max() / scale)
+        moving = max(moving, np.abs(out.dv).max())
+    assert moving > 1e-2                         # the controller accelerates something
+    assert worst["G"] <= 1e-12 and worst["acc"] <= 1e-9 and worst["loop"] <= 1e-9, worst
