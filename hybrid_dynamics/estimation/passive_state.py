@@ -202,14 +202,8 @@ class PassiveStateEstimator:
             return self._serial(th, q_a, v_a, v_base, t)
         # one solve with J_lu factored (LU, or truncated SVD: least norm over free internal motions):
         # J_m v_a, J_m (q_a - theta_a) = -J_lu^+ J_la [v_a, q_a - theta_a] and the closure
-        # correction J_lu^+ e_l (J_m itself is never formed)
-        W = np.empty((kin.n_act, 2))
-        np.negative(v_a, out=W[:, 0])
-        W[:, 1] = nd
-        e, JT, _ = kin._evaluate(th)           # e_l, J_l^T at the prediction (one Pinocchio pass)
-        residual = float(np.abs(e).max())
-        fac, X = kin.factor_solve(JT, W, e[:, None])
-        rcond = fac.rcond
+        # correction J_lu^+ e_l (J_m itself is never formed), at the prediction (one Pinocchio pass)
+        e, X, rcond, residual = kin.completion_terms(th, v_a, nd)
         if rcond < self.rcond_min:
             return self._invalid(NEAR_SINGULAR, f"J_lu near singular (rcond {rcond:.2e}): "
                                  "the actuators do not determine the passive joints here")
@@ -221,10 +215,7 @@ class PassiveStateEstimator:
                 return self._cannot_close(q_a, info)
             self.theta = th = q
             nd = th[kin.qa] - q_a
-            W[:, 1] = nd
-            e, JT, _ = kin._evaluate(th)
-            fac, X = kin.factor_solve(JT, W, e[:, None])
-            rcond = fac.rcond
+            e, X, rcond, _ = kin.completion_terms(th, v_a, nd)
             residual = info["residual"]
         # X (n_pas, 3): J_m v_a, J_m d_a, J_lu^+ e_l
         v = np.zeros(kin.nv)

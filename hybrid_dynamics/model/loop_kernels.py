@@ -16,6 +16,7 @@ microsecond or more of dispatch for a few hundred flops. Here:
 - :func:`lu_solve`: ``J_lu X = B`` or ``J_lu^T X = B`` from those factors;
 - :func:`factor_and_solve`: J_lu factored in its block layout and ``J_lu^-1 [J_la W, extra]``
   solved, from J_l^T; :func:`lu_solve_blocks` solves again with those factors;
+- :func:`complete`: the passive-state estimator's terms and solve in one call;
 - :func:`project`: the controller's whole projection (the closure terms, the factors, G_f's
   passive rows and the drift written in place) in one call.
 
@@ -424,3 +425,42 @@ def project(oMi, inter, Hab, S, MAB, kr, ar, J, dJ, v, iu, ia, rows, cols, first
             G[u, nb + j] = -B[r, j]
         d[u] = -B[r, n_act]
     return rcond
+
+
+@njit(types.UniTuple(float64, 2)(RO2, I1, F3, F2, F2, I1, I1, F2, I1, I1, F1, F1, I1, I1, I1, I1, I1, F1,
+                                 F2, C2, P1, C2, F2), cache=True)
+def complete(oMi, inter, Hab, S, MAB, kr, ar, J, iu, ia, v_a, d_a, rows, cols, first, end, pos, e, JT, LU,
+             piv, B, X):
+    """The passive-state estimator's terms at one configuration ([Mingo Hoffman 2024, Eqs.
+    (37)-(40)]) from a Pinocchio pass with the joint Jacobians (placements and ``J``), in one
+    call: the closure error into ``e`` and J_l^T into ``JT`` (:func:`closure_terms`), J_lu
+    factored in its block layout, and ``X = J_lu^-1 [-J_la v_a, J_la d_a, e_l]`` (n_pas x 3):
+    the same arithmetic as :func:`closure_terms` then :func:`factor_and_solve` with
+    ``W = [-v_a, d_a]`` and ``extra = e_l``. Returns (rcond, max |e_l|); rcond 0: singular,
+    ``X`` not written."""
+    closure_terms(oMi, inter, Hab, S, MAB, kr, ar, J, J, e, False, e, JT, e)
+    m, n_act = e.shape[0], ia.shape[0]
+    residual = 0.0
+    for r in range(m):
+        if residual == residual and not abs(e[r]) <= residual:    # a NaN stays, as in np.abs(e).max()
+            residual = abs(e[r])
+        for c in range(first[r], end[r]):
+            LU[r, c] = JT[iu[cols[c]], rows[r]]
+    rcond = _factor_blocks(LU, piv, first, end, pos)
+    if rcond == 0.0:
+        return 0.0, residual
+    for r in range(m):
+        row = rows[r]
+        s0 = 0.0
+        s1 = 0.0
+        for a in range(n_act):
+            s0 += JT[ia[a], row] * -v_a[a]
+            s1 += JT[ia[a], row] * d_a[a]
+        B[r, 0] = s0
+        B[r, 1] = s1
+        B[r, 2] = e[row]
+    _solve_blocks(LU, piv, B, False, first, end)
+    for r in range(m):
+        for j in range(3):
+            X[cols[r], j] = B[r, j]
+    return rcond, residual

@@ -51,7 +51,7 @@ import pinocchio as pin
 from scipy.optimize import least_squares
 
 from ..errors import InputError
-from .loop_kernels import closure_terms, factor_and_solve, lu_factor, lu_solve, lu_solve_blocks, project
+from .loop_kernels import closure_terms, complete, factor_and_solve, lu_factor, lu_solve, lu_solve_blocks, project
 
 
 _WA_OM = np.array([2, 0])
@@ -323,6 +323,7 @@ class LoopKinematics:
         self._svd_rank = None if (self.m == self.n_pas == self.rank_u) else self.rank_u
         self._blocks = self.lu_blocks() if self._svd_rank is None and self.m else None
         self._work = None                        # projection_into's buffers, made at its first call
+        self._work_est = None                    # completion_terms' buffers, likewise
 
     def lu_blocks(self):
         """The block layout of a square J_lu (module doc of :mod:`.loop_kernels`), from the
@@ -533,6 +534,30 @@ class LoopKinematics:
         self.last_rcond = rcond
         if rcond < 1e-12:
             raise SingularLinkage(f"J_lu is singular (rcond {rcond:.1e})")
+
+    def completion_terms(self, q: np.ndarray, v_a: np.ndarray, d_a: np.ndarray):
+        """What the passive-state estimator needs at ``q`` (one Pinocchio pass): (e_l,
+        X = J_lu^+ [-J_la v_a, J_la d_a, e_l] (n_pas x 3), rcond, max |e_l|); X is not
+        meaningful when J_lu is singular (rcond 0). When :attr:`fused`, one compiled call after
+        the pass (:func:`~.loop_kernels.complete`: the same numbers as :meth:`factor_solve`)."""
+        if not self.fused:
+            e, JT, _ = self._evaluate(q)
+            W = np.empty((self.n_act, 2))
+            np.negative(v_a, out=W[:, 0])
+            W[:, 1] = d_a
+            fac, X = self.factor_solve(JT, W, e[:, None])
+            return e, X, fac.rcond, float(np.abs(e).max())
+        w = self._work_est
+        if w is None:
+            m = self.m
+            w = self._work_est = (np.empty(m), np.empty((self.nv, m)), np.zeros((m, m)), np.empty(m, dtype=np.int32),
+                                  np.empty((m, 3)))
+        pin.computeJointJacobians(self.model, self.data, q)
+        X = np.empty((self.n_pas, 3))
+        rcond, residual = complete(self._oMi12, self._inter, self._Hab, self._S, self._MAB, self._kr, self._ar,
+                                   self.data.J, self.iu, self.ia, v_a, d_a, *self._blocks, *w, X)
+        self.last_rcond = rcond
+        return w[0], X, rcond, residual
 
     def _projection_terms(self, J, drift_acc):
         """(J_m, drift_u = -J_lu^+ J_l_dot v or None); raises SingularLinkage."""

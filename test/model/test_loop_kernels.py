@@ -233,3 +233,32 @@ def test_completion_and_euler_step_equal_numpy(biped, walk):
     t0[kin.qa] += dt * (v_a + beta * err)
     t0[kin.qu] += X @ np.array([dt, dt * beta, -dt * alpha])
     close(t1 - th, t0 - th)
+
+
+class _TwoCalls(LoopClosureKinematics):
+    """The estimator's previous path: the closure terms, then J_lu's factors and solve, as two
+    compiled calls with the glue between them in Python."""
+    fused = False
+
+
+def test_estimator_in_one_call_equals_the_two_call_path(biped):
+    """The passive-state estimator with its terms, factors and solve in one compiled call
+    (loop_kernels.complete) against the same estimator on the two-call path, on replayed
+    data: the walking workload's actuator measurements at 1 kHz with their stamps (a jump of
+    1 cm at one cycle makes it re-close): every estimate's q, v, residual and rcond to 1e-12."""
+    one, two = LoopClosureKinematics(biped), _TwoCalls(biped)
+    assert one.fused and not two.fused
+    est, ref = PassiveStateEstimator(one), PassiveStateEstimator(two)
+    samples = wl.workload(biped, "walk", 300)
+    for k, s in enumerate(samples):
+        q_a, v_a = s.q[one.qa].copy(), s.v[one.ia]
+        if k == 150:
+            q_a[0] += 0.01
+        a = est.update(q_a, v_a, t=1.0 + 1e-3 * k)
+        b = ref.update(q_a, v_a, t=1.0 + 1e-3 * k)
+        assert a.valid and b.valid and a.status == b.status
+        close(a.q, b.q)
+        close(a.v, b.v) if np.abs(b.v).max() > 1e-6 else None
+        assert abs(a.residual - b.residual) <= TOL and abs(a.rcond - b.rcond) <= TOL * b.rcond
+    assert est.health.resets == ref.health.resets
+    assert np.abs(est.theta - samples[0].q).max() > 1e-3         # the estimate moved
