@@ -13,6 +13,11 @@ Printed per trigger mode: p50 / p99 / max latency, the rate the loop held, deadl
 period; counted once per cycle) over the whole window,
 and as the reference timed in the same run, the library cycle alone (estimate + QP, no ROS)
 on the same robot, so that the ROS overhead reads as a ratio.
+
+Where it runs (docs/control_loop.md): ``--thread-priority`` (SCHED_FIFO for the cycle's thread
+and the stand-in robot's publishing thread), ``--graph-cpus`` (the graph's process, every
+thread), ``--robot-cpus`` (the stand-in robot's process), ``--cpu-affinity`` (the controller's
+``cpu_affinity``: the cycle's thread alone); the JSON and the table say what each run had.
 """
 from __future__ import annotations
 
@@ -35,6 +40,7 @@ from ..ros.whole_body_controller import TRIGGERS
 from ..ros.sources import standing_pose
 from ..runtime.inputs import sec_to_stamp
 from ..runtime.pipeline import Pipeline
+from ..runtime.realtime import cpu_list, use_process_cpus
 
 COMMAND = ("bench", "pipeline")
 HELP = "latency /joint_states -> /effort_controller/commands in the one-process graph (p50/p99/max)"
@@ -54,6 +60,17 @@ def add_arguments(parser) -> None:
                              "its cycle, as ros2_control's (50 there), and the same for the stand-in robot's "
                              "publishing thread (a robot's broadcasters publish from that real-time thread); "
                              "0 (default): the default scheduler")
+    parser.add_argument("--cpu-affinity", type=cpu_list, default=[], metavar="CPUS",
+                        help="the controller's cpu_affinity: CPUs (comma-separated) of the thread that runs its "
+                             "cycle (in this one-process graph the executor's: every node's callbacks), as "
+                             "ros2_control's; default: any")
+    parser.add_argument("--graph-cpus", type=cpu_list, default=[], metavar="CPUS",
+                        help="CPUs (comma-separated) of the graph's process, every thread of it (the executor's and "
+                             "the middleware's, which inherit it when the graph starts), as a deployment puts the "
+                             "controller's process on cores kept for it; default: any")
+    parser.add_argument("--robot-cpus", type=cpu_list, default=[], metavar="CPUS",
+                        help="CPUs (comma-separated) of the stand-in robot's process, every thread of it "
+                             "(on a robot its hardware interface runs elsewhere); default: any")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--table", metavar="JSON", default=None,
                         help="print the README's pipeline table (Markdown) from a saved --json output and exit")
@@ -110,9 +127,11 @@ def python_calls_per_cycle(robot, params, n=500) -> float:
     return round(pstats.Stats(profiler).total_calls / (n - n // 10), 1)
 
 
-def measure(robot_name, trigger, cycles, rate, seconds=None, thread_priority=0):
+def measure(robot_name, trigger, cycles, rate, seconds=None, thread_priority=0, cpu_affinity=(), robot_cpus=()):
     ctrl_params = {"trigger": trigger, "thread_priority": int(thread_priority),
-                   **({"update_rate": rate} if rate else {})}
+                   **({"update_rate": rate} if rate else {}),
+                   **({"cpu_affinity": [int(c) for c in cpu_affinity]} if cpu_affinity else {})}
+    graph_cpus = sorted(os.sched_getaffinity(0))
     graph = Graph(robot_name, params={"whole_body_controller": ctrl_params,
                                       "morphology_manager": {"auto_detect": False}})
     ctrl = graph.nodes["whole_body_controller"]
@@ -121,7 +140,8 @@ def measure(robot_name, trigger, cycles, rate, seconds=None, thread_priority=0):
     env = dict(os.environ)
     source = subprocess.Popen([sys.executable, "-m", "hybrid_dynamics.ros.sources", robot_name, "--rate", str(rate),
                                "--duration", str(duration), "--noise", "0.001",
-                               "--thread-priority", str(int(thread_priority))],
+                               "--thread-priority", str(int(thread_priority)),
+                               "--cpus", ",".join(map(str, robot_cpus))],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     collections = []                    # (start, duration, generation) of every collection
 
@@ -157,7 +177,8 @@ def measure(robot_name, trigger, cycles, rate, seconds=None, thread_priority=0):
         executor = callbacks.executor_cpu(elapsed, cycles_run)
         params = ctrl.p
         spans = ctrl.stats.timeline()
-        priority = ctrl.cycle_priority
+        priority, cpus = ctrl.cycle_priority, ctrl.cycle_cpus
+        source_cpus = sorted(os.sched_getaffinity(source.pid)) if source.poll() is None else None
     finally:
         if on_gc in gc.callbacks:
             gc.callbacks.remove(on_gc)
@@ -167,6 +188,9 @@ def measure(robot_name, trigger, cycles, rate, seconds=None, thread_priority=0):
     return {
         "trigger": trigger, "controller": kind, "update_rate_hz": rate,
         "thread_priority": priority,       # SCHED_FIFO priority the cycle's thread ran at (0: default scheduler)
+        "cpu_affinity": cpus,              # CPUs the cycle's thread ran on
+        "graph_cpus": graph_cpus,          # CPUs of the graph's process (its threads when the graph started)
+        "robot_cpus": source_cpus,         # CPUs of the stand-in robot's process
         "joint_states_measured": int(len(lat)),
         "cycles_per_s": round(cycles_run / elapsed, 1) if elapsed > 0 else None,
         "latency_ms": _percentiles(lat), "cycle_compute_ms": _percentiles(comp),
@@ -309,6 +333,20 @@ def explain_misses(spans, period: float, collections, callbacks=None) -> dict:
     return out
 
 
+def placement(mode) -> list:
+    """The CPUs of the graph's process, of the cycle's thread and of the stand-in robot, when they
+    were not the machine's every CPU (notes for the table and the summary line)."""
+    every = list(range(os.cpu_count() or 0))
+    out = []
+    if mode.get("graph_cpus") and mode["graph_cpus"] != every:
+        out.append(f"graph on CPU {','.join(map(str, mode['graph_cpus']))}")
+    if mode.get("cpu_affinity") and mode["cpu_affinity"] != every and mode["cpu_affinity"] != mode.get("graph_cpus"):
+        out.append(f"cycle on CPU {','.join(map(str, mode['cpu_affinity']))}")
+    if mode.get("robot_cpus") and mode["robot_cpus"] != every:
+        out.append(f"robot on CPU {','.join(map(str, mode['robot_cpus']))}")
+    return out
+
+
 def table(out) -> str:
     """The README's pipeline table from ``--json`` output: one row per trigger mode, and the
     library cycle (the same estimate + QP without ROS) as the reference row."""
@@ -320,7 +358,8 @@ def table(out) -> str:
         lat, comp = m["latency_ms"], m["cycle_compute_ms"]
         missed = "- (one cycle per joint state)" if m["deadline_misses"] is None else \
             f"{m['deadline_misses']} of {m['cycles']} ({100 * m['deadline_miss_ratio']:.2f} %)"
-        fifo = f" (SCHED_FIFO {m['thread_priority']})" if m.get("thread_priority") else ""
+        notes = ([f"SCHED_FIFO {m['thread_priority']}"] if m.get("thread_priority") else []) + placement(m)
+        fifo = f" ({', '.join(notes)})" if notes else ""
         lines.append(f"| `{m['trigger']}`{fifo} | {m['update_rate_hz']:g} | {m['cycles_per_s']} | {missed} "
                      f"| {lat['p50']:.3f} / {lat['p99']:.3f} / {lat['max']:.2f} | {comp['p50']:.3f} / {comp['p99']:.3f} |")
     lines.append(f"| library cycle, no ROS ({ref['python_calls_per_cycle']:g} Python calls) | - | - | - "
@@ -336,10 +375,17 @@ def run(args) -> int:
             raise InputError(f"{args.table}: not a saved `bench pipeline --json` output ({exc})") from None
         return 0
     modes = TRIGGERS if args.trigger == "all" else (args.trigger,)
+    every = sorted(os.sched_getaffinity(0))
+    if args.graph_cpus:          # every thread of this process; the graph's, made after, inherit it
+        refused = use_process_cpus(args.graph_cpus)
+        if refused is not None:
+            raise InputError(f"--graph-cpus: {refused}")
+    robot_cpus = args.robot_cpus or every      # not the graph's: the stand-in robot starts from this thread
     results = []
     params = None
     for mode in modes:
-        res, params = measure(args.robot, mode, args.cycles, args.rate, args.seconds, args.thread_priority)
+        res, params = measure(args.robot, mode, args.cycles, args.rate, args.seconds, args.thread_priority,
+                              args.cpu_affinity, robot_cpus)
         results.append(res)
     robot = load_robot(args.robot)
     ref = _percentiles(library_cycle(robot, params))
@@ -359,5 +405,5 @@ def run(args) -> int:
             print(f"  {r['trigger']:>12}: {r['joint_states_measured']} joint states, latency p50 {lat['p50']} ms "
                   f"p99 {lat['p99']} ms max {lat['max']} ms; {r['cycles_per_s']} cycles/s at "
                   f"{r['update_rate_hz']:g} Hz; deadline misses {r['deadline_misses']} of {r['cycles']} "
-                  f"cycles in {r['seconds']} s ({r['deadline_miss_ratio']})")
+                  f"cycles in {r['seconds']} s ({r['deadline_miss_ratio']})" + "".join("; " + n for n in placement(r)))
     return 0

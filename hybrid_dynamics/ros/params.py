@@ -1,6 +1,6 @@
 """Every node's parameters, declared in one place: one typed spec per node.
 
-A :class:`Param` has a default (its type: bool, int, float, str or a list of str), a
+A :class:`Param` has a default (its type: bool, int, float, str or a list of str, float or int), a
 description and, for numbers, a range; each node declares its spec with a
 ``ParameterDescriptor`` carrying all three, so ``ros2 param describe`` shows them and rclpy
 rejects a value of the wrong type or out of range. Groups of settings are the library's config
@@ -48,6 +48,8 @@ class Param:
         if isinstance(d, float):
             return ParameterType.PARAMETER_DOUBLE
         if isinstance(d, list):
+            if d and all(isinstance(x, int) and not isinstance(x, bool) for x in d):
+                return ParameterType.PARAMETER_INTEGER_ARRAY
             numbers = bool(d) and all(isinstance(x, float) for x in d)
             return ParameterType.PARAMETER_DOUBLE_ARRAY if numbers else ParameterType.PARAMETER_STRING_ARRAY
         return ParameterType.PARAMETER_STRING
@@ -138,6 +140,10 @@ WHOLE_BODY_CONTROLLER: Spec = {
                                 "ros2_control's thread_priority (50 there); 0: the default scheduler. Needs "
                                 "CAP_SYS_NICE or an rtprio limit; refused: a fault on /diagnostics, the cycle "
                                 "runs on (runtime/realtime.py)", (0, 99)),
+    "cpu_affinity": Param([-1], "CPUs of the thread that runs the control cycle, as ros2_control's cpu_affinity "
+                                "(on a robot: cores kept for it, isolcpus); [-1]: any CPU. Refused: a fault on "
+                                "/diagnostics, the cycle runs on; /diagnostics carries the CPUs it runs on "
+                                "(runtime/realtime.py)"),
     "solver": Param("", "QP solver: goldfarb_idnani, daqp, proxsuite or osqp; empty: the controller configuration's"),
     "commands_topic": Param("/effort_controller/commands", "std_msgs/Float64MultiArray out"),
     "actuator_forces_topic": Param("~/actuator_forces", "closed chains: actuator forces, order of actuators"),

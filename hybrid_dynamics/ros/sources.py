@@ -18,7 +18,7 @@ from std_msgs.msg import Float64MultiArray
 
 from ..model.robot import load_robot
 from ..runtime.inputs import sec_to_stamp
-from ..runtime.realtime import use_fifo_priority
+from ..runtime.realtime import cpu_list, use_fifo_priority, use_process_cpus
 from .executor import WaitSetExecutor
 from .qos import COMMAND_QOS, SENSOR_QOS
 
@@ -104,10 +104,13 @@ def main(argv=None) -> int:
     parser.add_argument("--thread-priority", type=int, default=0,
                         help="SCHED_FIFO priority of the publishing thread (0: the default scheduler), as a "
                              "ros2_control robot's broadcasters publish from its real-time update thread")
+    parser.add_argument("--cpus", type=cpu_list, default=[],
+                        help="CPUs of this process (comma-separated; every thread, the middleware's included, "
+                             "as they inherit it); default: any")
     args = parser.parse_args(argv)
-    refused = use_fifo_priority(args.thread_priority)
-    if refused is not None:
-        print(f"hybrid_dynamics.ros.sources: {refused}", file=sys.stderr)
+    for refused in (use_process_cpus(args.cpus), use_fifo_priority(args.thread_priority)):   # before rclpy's threads
+        if refused is not None:
+            print(f"hybrid_dynamics.ros.sources: {refused}", file=sys.stderr)
     rclpy.init()
     node = StandingSource(load_robot(args.robot), rate=args.rate, noise=args.noise)
     executor = WaitSetExecutor()

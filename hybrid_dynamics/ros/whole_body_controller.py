@@ -55,7 +55,7 @@ from ..model.morphology import Morphology
 from ..runtime.detection import CycleDetector
 from ..runtime.periodic import PeriodicLoop
 from ..runtime.pipeline import Pipeline
-from ..runtime.realtime import fifo_priority, use_fifo_priority
+from ..runtime.realtime import fifo_priority, thread_cpus, use_cpus, use_fifo_priority
 from ..soft.coordinates import coordinate_names
 from . import params as P
 from .latency import LoopStatistics
@@ -146,10 +146,12 @@ class WholeBodyControllerNode(BaseNode):
         self.history: deque = deque(maxlen=64)      # (cycle, revision, command copy)
         self.applied_at_cycle = -1
         self.loop: Optional[PeriodicLoop] = None
-        # thread_priority: the thread that runs the cycle (the executor's, or the node's own with
-        # trigger: thread) goes under SCHED_FIFO at its first cycle; its priority on /diagnostics
-        self._priority_due = int(self.p["thread_priority"]) > 0
+        # thread_priority, cpu_affinity: the thread that runs the cycle (the executor's, or the
+        # node's own with trigger: thread) goes under SCHED_FIFO and onto its CPUs at its first
+        # cycle; the priority and the CPUs it then runs with are on /diagnostics
+        self._placement_due = True
         self.cycle_priority = 0
+        self.cycle_cpus: List[int] = []
         if self.threaded:
             self.loop = PeriodicLoop(self.period, self._thread_cycle, name=f"{name}-cycle")
         elif not self.lockstep:
@@ -272,8 +274,8 @@ class WholeBodyControllerNode(BaseNode):
             self._cycle_locked()
 
     def _cycle_locked(self) -> None:
-        if self._priority_due:
-            self._use_priority()
+        if self._placement_due:
+            self._place_thread()
         start = time.perf_counter()
         # a missed deadline: the timer (or the thread) started this cycle more than 1.5 periods
         # after the last, on the clock that drives it (simulated time under use_sim_time:
@@ -309,13 +311,16 @@ class WholeBodyControllerNode(BaseNode):
             self._diag_due = False
             self._on_diag()
 
-    def _use_priority(self) -> None:
-        """``thread_priority``: once, in the thread that runs the cycle (runtime/realtime.py)."""
-        self._priority_due = False
-        refused = use_fifo_priority(self.p["thread_priority"])
-        if refused is not None:
-            self.fault("thread_priority", refused)
+    def _place_thread(self) -> None:
+        """``thread_priority`` and ``cpu_affinity``: once, in the thread that runs the cycle
+        (runtime/realtime.py); a refusal is a fault and the cycle runs on where it was."""
+        self._placement_due = False
+        for name, use in (("thread_priority", use_fifo_priority), ("cpu_affinity", use_cpus)):
+            refused = use(self.p[name])
+            if refused is not None:
+                self.fault(name, refused)
         self.cycle_priority = fifo_priority()
+        self.cycle_cpus = thread_cpus()
 
     def _follow_safe_mode(self, cycle) -> None:
         """Log entering safe mode once per episode (counted on /diagnostics), and leaving it."""
@@ -398,6 +403,7 @@ class WholeBodyControllerNode(BaseNode):
             "deadline_misses": self.stats.deadline_misses,
             "trigger": self.p["trigger"],
             "thread_priority": self.cycle_priority,
+            "cpu_affinity": ",".join(map(str, self.cycle_cpus)),
             "update_rate_hz": self.rate,
             "safe_mode": self.safe_mode is not None,
             "safe_cycles": self.safe_cycles,

@@ -1,6 +1,7 @@
 """``bench pipeline`` runs the one-process graph against a stand-in robot in its own process
 and prints the latency percentiles as JSON (numbers are reported, never asserted)."""
 import json
+import os
 import time
 from types import SimpleNamespace
 
@@ -11,15 +12,24 @@ from hybrid_dynamics.commands import bench_pipeline as bp
 
 def test_bench_pipeline_prints_percentiles(cli, tmp_path):
     """Also with ``--thread-priority``: the priority the cycle's thread ran at is in the JSON and
-    the table (0 where this machine refuses SCHED_FIFO, the refusal then on stderr)."""
+    the table (0 where this machine refuses SCHED_FIFO, the refusal then on stderr); and with
+    the graph's process, the cycle's thread and the stand-in robot placed on CPUs
+    (``--graph-cpus``, ``--cpu-affinity``, ``--robot-cpus``): the CPUs each ran on, read back in
+    the processes, in the JSON and the table."""
+    cpus = sorted(os.sched_getaffinity(0))
+    first, last = str(cpus[0]), str(cpus[-1])
     out = cli("bench", "pipeline", "--cycles", "300", "--trigger", "joint_states", "--thread-priority", "3",
-              "--json", timeout=300)
+              "--graph-cpus", last, "--cpu-affinity", last, "--robot-cpus", first, "--json", timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     data = json.loads(out.stdout)
     mode = data["modes"][0]
     assert mode["trigger"] == "joint_states" and mode["joint_states_measured"] == 300
     assert mode["thread_priority"] == 3 or (mode["thread_priority"] == 0 and "SCHED_FIFO 3" in out.stderr)
-    label = "| `joint_states` (SCHED_FIFO 3) | " if mode["thread_priority"] else "| `joint_states` | "
+    assert mode["graph_cpus"] == [cpus[-1]] and mode["cpu_affinity"] == [cpus[-1]] and mode["robot_cpus"] == [cpus[0]]
+    where = bp.placement(mode)
+    assert where == ([f"graph on CPU {last}", f"robot on CPU {first}"] if len(cpus) > 1 else [])
+    notes = (["SCHED_FIFO 3"] if mode["thread_priority"] else []) + where
+    label = "| `joint_states`" + (f" ({', '.join(notes)})" if notes else "") + " | "
     lat = mode["latency_ms"]
     assert 0 < lat["p50"] <= lat["p99"] <= lat["max"]
     assert data["library_cycle_ms"]["n"] > 0 and mode["ratio_p50_to_library_cycle"] > 0
