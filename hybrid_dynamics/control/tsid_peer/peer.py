@@ -149,7 +149,10 @@ def main() -> int:
     weight_f, sw_weight = P["force_regularization"], P["swing_foot"]["weight"]
     down = [False] * len(contacts)                  # contacts currently in TSID's problem
     swinging = [False] * len(contacts)
-    times, taus, dvs, statuses = [], [], [], []
+    # results in arrays made before the loop (no list kept per cycle: lists kept alive trigger
+    # the garbage collector's collections, which then run inside timed cycles)
+    taus, dvs = np.zeros((len(states), robot.na)), np.zeros((len(states), robot.nv))
+    times, statuses = [], np.zeros(len(states), int)
     repeat = int(P.get("repeat", 1))
     for rep in range(repeat):
         times = []
@@ -178,10 +181,10 @@ def main() -> int:
             tau = invdyn.getActuatorForces(sol)
             times.append(time.perf_counter() - t0)
             if rep == repeat - 1:
-                taus.append(tau.tolist())
-                dvs.append(invdyn.getAccelerations(sol).tolist())
-                statuses.append(int(sol.status))
-    json.dump({"times": times, "tau": taus, "dv": dvs, "status": statuses,
+                taus[k] = tau
+                dvs[k] = invdyn.getAccelerations(sol)
+                statuses[k] = int(sol.status)
+    json.dump({"times": times, "tau": taus.tolist(), "dv": dvs.tolist(), "status": statuses.tolist(),
                "nvar": invdyn.nVar, "neq": invdyn.nEq, "nin": invdyn.nIn}, sys.stdout)
     return 0
 
