@@ -44,6 +44,7 @@ import pinocchio as pin
 
 from ..dynamics.closed_chain import LoopState
 from ..dynamics.decoupling import VelocityFormRows, velocity_form_coriolis, velocity_form_rows
+from ..model.loop_kernels import reduce_dynamics
 from ..model.loop_kinematics import placement_view
 from . import kernels
 
@@ -98,8 +99,10 @@ class ModelUpdate:
             if self._oMi is not None and self.model.njoints > 1 else None
         self._loops_compiled = projection is not None and projection.compiled and self._oMi is not None \
             and self.model.nv == projection.nv
-        # the whole projection in one compiled call, into G and d kept from cycle to cycle
-        self._loops_fused = self._loops_compiled and projection.fused and not projection.n_inertial
+        # the whole projection in one compiled call, into G and d kept from cycle to cycle, and
+        # the reduced dynamics and contact Jacobians in another
+        self._loops_fused = self._loops_compiled and projection.fused and not projection.n_inertial \
+            and not projection.has_springs
         self._G_d = (projection.G_f.copy(), np.zeros(projection.nv)) if self._loops_fused else None
         nv_full = self.model.nv
         self.v_index = (morphology_map.v_index if morphology_map is not None else np.arange(nv_full))
@@ -107,6 +110,7 @@ class ModelUpdate:
         self.nv = len(self.v_index)
         m = self.model
         self.nb = 6 if m.njoints > 1 and m.joints[1].shortname() == "JointModelFreeFlyer" else 0
+        self._m_index = np.r_[np.arange(self.nb), projection.ia].astype(np.intp) if projection is not None else None
         self.n_free = 0 if projection is None else projection.n_inertial
         n_act = len(robot.actuated_joints)
         self.n = self.nv if projection is None else self.nb + n_act + self.n_free
@@ -180,17 +184,15 @@ class ModelUpdate:
         self._rows = None
         self.cache.clear()
         pin.computeAllTerms(model, data, q_full, v_full)
-        if self.projection is not None:
+        if self._loops_fused:
+            self._closed_chain_compiled(data, v_full)
+        elif self.projection is not None:
             kin = self.projection
-            if self._loops_fused:
-                G, d = self._G_d
-                kin.projection_into(data, self._oMi, v_full, G, d)
-            else:
-                state = None
-                if self._loops_compiled:
-                    e, JT, drift = kin.terms_from(data, self._oMi, v_full)
-                    state = LoopState(e, JT.T, drift)
-                G, d = kin.projection(q_full, v_full, state)
+            state = None
+            if self._loops_compiled:
+                e, JT, drift = kin.terms_from(data, self._oMi, v_full)
+                state = LoopState(e, JT.T, drift)
+            G, d = kin.projection(q_full, v_full, state)
             M = data.M
             vm = [v_full[:self.nb], v_full[kin.ia]]
             if self.n_free:
@@ -212,7 +214,9 @@ class ModelUpdate:
         else:
             self.M, self.h = self._terms[:2] if self._terms is not None else (data.M, data.nle)
             self.v_m = v
-        if self._oMi is not None:
+        if self._loops_fused:
+            pass                         # the contact frames came with the reduction
+        elif self._oMi is not None:
             full = self._J6_full
             J, dJ = self._terms[2:] if self._terms is not None else (data.J, data.dJ)
             kernels.CONTACT_FRAMES(self._oMi, self._fjoint, self._fplace, self._support, J, dJ, v_full,
@@ -227,6 +231,23 @@ class ModelUpdate:
                 self.frame_R[i], self.frame_p[i] = data.oMf[fid].rotation, data.oMf[fid].translation
         for i in self._soles:            # J_pi = J[:3] - [r_i]x J[3:], r_i = R p_i, all points at once
             kernels.point_jacobians(self.Jp[i], self.J6[i], self.frame_R[i], self.contacts[i].points)
+
+    def _closed_chain_compiled(self, data, v_full: np.ndarray) -> None:
+        """The closed-chain update of :meth:`update` in two compiled calls after the pass: G_f's
+        passive rows and d (:meth:`~hybrid_dynamics.model.loop_kinematics.LoopKinematics.projection_into`),
+        then the contact frames at full width and ``M = G^T M G``, ``h = G^T (h + M d)``,
+        ``J6 G``, ``drift + J6 d`` over G_f's non-zeros (:func:`~hybrid_dynamics.model.loop_kernels.reduce_dynamics`)."""
+        kin = self.projection
+        G, d = self._G_d
+        kin.projection_into(data, self._oMi, v_full, G, d)
+        self.G, self.d = G, d
+        self.v_m = v_full[self._m_index]
+        full = self._J6_full
+        J, dJ = self._terms[2:] if self._terms is not None else (data.J, data.dJ)
+        kernels.CONTACT_FRAMES(self._oMi, self._fjoint, self._fplace, self._support, J, dJ, v_full, self._cols,
+                               full, self.drift_stack, self.frame_R, self.frame_p)
+        self.M, self.h = np.empty((self.n, self.n)), np.empty(self.n)
+        reduce_dynamics(data.M, data.nle, G, d, full, self.drift_stack, self.M, self.h, self.J6_stack)
 
     # ------------------------------------------------------------------ on demand
     def _reduce(self, J: np.ndarray, a: np.ndarray):

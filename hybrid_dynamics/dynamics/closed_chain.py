@@ -66,6 +66,11 @@ class LoopClosureKinematics(LoopKinematics):
             inertia = np.linalg.eigvalsh(self.last_null.T @ M[np.ix_(self.iu, self.iu)] @ self.last_null)
             self.n_inertial = int(np.sum(inertia > self.FREE_INERTIA * np.diag(M)[self.nb:].max()))
 
+    @property
+    def has_springs(self) -> bool:
+        """Whether any passive joint carries a spring (:meth:`spring_forces` not always zero)."""
+        return bool(self._spring_v.size)
+
     def spring_forces(self, q: np.ndarray, v: np.ndarray) -> np.ndarray:
         """Generalized forces of the passive joints' springs (nv): -k (q - rest) - d v on each
         spring joint (``springs`` of the loop YAML, MJCF joint stiffness), zero elsewhere."""

@@ -90,7 +90,8 @@ def test_dense_backends_agree_on_the_closed_walking_states():
 def test_walking_accelerations_reproduced_by_pinocchio_constraint_dynamics():
     """The bench's closed walking states (loops closed to 1e-10, stance alternating): the model
     update's projection (one compiled call writing G_f's passive rows and the drift in place)
-    equals the loop kinematics' own (1e-12), and the actuator and contact forces the controller
+    equals the loop kinematics' own (1e-12), its reduced M, h, contact Jacobians and drifts
+    (another call, over G_f's non-zeros) those formed in numpy from Pinocchio's terms (1e-12), and the actuator and contact forces the controller
     outputs, applied in Pinocchio's constraintDynamics (the loops alone constrained), give the
     controller's base and actuated accelerations to 1e-9, with the loops closed at acceleration
     level."""
@@ -104,7 +105,7 @@ def test_walking_accelerations_reproduced_by_pinocchio_constraint_dynamics():
     assert st._loops_fused                       # hybrid_biped takes the one-call projection
     kin = LoopClosureKinematics(robot)
     d = m.createData()
-    worst = {"G": 0.0, "acc": 0.0, "loop": 0.0}
+    worst = {"G": 0.0, "M": 0.0, "acc": 0.0, "loop": 0.0}
     moving = 0.0
     for s in samples:
         out = ctrl.update(s.q, s.v, dict(zip(frames, s.stance)), tp.references_for(s))
@@ -112,6 +113,15 @@ def test_walking_accelerations_reproduced_by_pinocchio_constraint_dynamics():
         G0, d0 = kin.projection(s.q, s.v)
         worst["G"] = max(worst["G"], np.abs(st.G - G0).max() / np.abs(G0).max(),
                          np.abs(st.d - d0).max() / max(1.0, np.abs(d0).max()))
+        pin.computeAllTerms(m, d, s.q, s.v)                 # the reduction, in numpy from Pinocchio's terms
+        M0, h0 = G0.T @ d.M @ G0, G0.T @ (d.nle + d.M @ d0)
+        worst["M"] = max(worst["M"], np.abs(st.M - M0).max() / np.abs(M0).max(), np.abs(st.h - h0).max() / np.abs(h0).max())
+        for i, c in enumerate(robot.contacts):
+            fid = m.getFrameId(c.frame)
+            J = pin.getFrameJacobian(m, d, fid, pin.LOCAL_WORLD_ALIGNED)
+            a0 = pin.getFrameClassicalAcceleration(m, d, fid, pin.LOCAL_WORLD_ALIGNED).vector + J @ d0
+            worst["M"] = max(worst["M"], np.abs(st.J6[i] - J @ G0).max() / np.abs(J @ G0).max(),
+                             np.abs(st.drift[i] - a0).max() / max(1.0, np.abs(a0).max()))
         tau = np.zeros(m.nv)
         tau[kin.ia] = out.tau_vector
         pin.computeJointJacobians(m, d, s.q)
@@ -129,4 +139,4 @@ def test_walking_accelerations_reproduced_by_pinocchio_constraint_dynamics():
         worst["loop"] = max(worst["loop"], np.abs(loops.J @ ddq + loops.drift_acc).max() / scale)
         moving = max(moving, np.abs(out.dv).max())
     assert moving > 1e-2                         # the controller accelerates something
-    assert worst["G"] <= 1e-12 and worst["acc"] <= 1e-9 and worst["loop"] <= 1e-9, worst
+    assert worst["G"] <= 1e-12 and worst["M"] <= 1e-12 and worst["acc"] <= 1e-9 and worst["loop"] <= 1e-9, worst
