@@ -46,6 +46,13 @@ PAPER_001_CYCLE_MS = 0.38    # paper 001's C++ estimator + model update + ID at 
 # estimator; references and the command mapping; the controller's model update, QP build and
 # decoding; the QP solve
 STAGES = ("inputs", "estimate", "references_and_command", "model_build_decode", "solve")
+# the whole cycle's thread CPU time per stage (--cpu-stages), finer: message parsing and checks;
+# the passive-state estimator; the base estimator; the rest of the estimate (contacts); the
+# references; the controller's model update; the QP build (tasks, layout: the model update
+# apart); the backend's call (goldfarb_idnani: the compiled fill, solve and torques); the
+# decoding; the command's glue (the controller's and the command mapping); the rest of the step
+CPU_STAGES = ("inputs", "passive_completion", "base_estimator", "estimate_rest", "references", "model_update",
+              "qp_build", "solve", "decode", "command_glue", "step_rest", "total")
 
 
 def add_arguments(parser) -> None:
@@ -60,6 +67,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--workload", action="append", choices=wl.WORKLOADS, default=None,
                         help="workload(s) (repeatable; default: both)")
     parser.add_argument("--no-tsid", action="store_true", help="skip the TSID peer")
+    parser.add_argument("--cpu-stages", action="store_true",
+                        help="closed chains: the whole cycle's thread CPU time per stage too (another run)")
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.add_argument("--table", metavar="JSON", default=None,
                         help="print the README's figures table (Markdown) from a saved --json output and exit")
@@ -80,6 +89,21 @@ def _workload(robot, name: str, cycles: int):
     return samples, overrides, residual, scale
 
 
+def _cycle_inputs(robot, samples):
+    """Two passes over the samples at 1 kHz as the whole cycle's inputs: (first of a pass,
+    stamp, joint-state message of the actuated joints, IMU message of the base with specific
+    force +g)."""
+    m = robot.model
+    names = list(robot.actuated_joints)
+    iq = [m.joints[m.getJointId(n)].idx_q for n in names]
+    iv = [m.joints[m.getJointId(n)].idx_v for n in names]
+    for rep in range(2):
+        for k, s in enumerate(samples):
+            t = 1.0 + (rep * len(samples) + k) * 1e-3
+            yield (k == 0, t, joint_state_sample(t, names, s.q[iq], s.v[iv]),
+                   imu_sample(t, ImuSample(s.q[3:7], s.v[3:6], np.array([0.0, 0.0, 9.81]))))
+
+
 def whole_cycle(robot, samples, overrides) -> dict:
     """Closed chains: the whole cycle of :class:`~hybrid_dynamics.runtime.pipeline.Pipeline`
     (joint-state and IMU parsing, passive-state and base estimators, weight-shift references,
@@ -87,27 +111,20 @@ def whole_cycle(robot, samples, overrides) -> dict:
     reading of the sample's base (specific force +g). p50 / p99 / max against paper 001's
     0.38 ms for its C++ estimator and ID alone, and the same per stage (:data:`STAGES`)."""
     pipe = Pipeline(robot, {"references": "weight_shift", "controller": overrides})
-    m = robot.model
-    names = list(robot.actuated_joints)
-    iq = [m.joints[m.getJointId(n)].idx_q for n in names]
-    iv = [m.joints[m.getJointId(n)].idx_v for n in names]
     times, safe, split = [], 0, []
-    for rep in range(2):                         # the first pass warms caches and layouts
-        times, safe, split = [], 0, []
-        for k, s in enumerate(samples):
-            t = 1.0 + (rep * len(samples) + k) * 1e-3
-            js = joint_state_sample(t, names, s.q[iq], s.v[iv])
-            imu = imu_sample(t, ImuSample(s.q[3:7], s.v[3:6], np.array([0.0, 0.0, 9.81])))
-            t0 = time.perf_counter()
-            cycle = pipe.step(t, js, imu)
-            total = time.perf_counter() - t0
-            times.append(total)
-            safe += cycle.safe_mode is not None
-            if cycle.output is not None:
-                out = cycle.output
-                split.append((total - cycle.estimate_time - cycle.control_time, cycle.estimate_time,
-                              cycle.control_time - out.cycle_time, out.cycle_time - out.solve_time,
-                              out.solve_time))
+    for first, t, js, imu in _cycle_inputs(robot, samples):
+        if first:                                # the first pass warms caches and layouts
+            times, safe, split = [], 0, []
+        t0 = time.perf_counter()
+        cycle = pipe.step(t, js, imu)
+        total = time.perf_counter() - t0
+        times.append(total)
+        safe += cycle.safe_mode is not None
+        if cycle.output is not None:
+            out = cycle.output
+            split.append((total - cycle.estimate_time - cycle.control_time, cycle.estimate_time,
+                          cycle.control_time - out.cycle_time, out.cycle_time - out.solve_time,
+                          out.solve_time))
     figures = _figures(times)
     figures.update(safe_mode_cycles=safe, reference_ms=PAPER_001_CYCLE_MS,
                    ratio_p99_to_reference=round(figures["p99_ms"] / PAPER_001_CYCLE_MS, 2))
@@ -115,6 +132,52 @@ def whole_cycle(robot, samples, overrides) -> dict:
         figures["stages"] = {name: {k: round(v, 4) for k, v in tp.percentiles(col).items() if k != "over_1ms"}
                              for name, col in zip(STAGES, zip(*split))}
     return figures
+
+
+def _cpu_timed(obj, name: str, key: str, acc: dict) -> None:
+    """``obj.name`` (this instance only) wrapped to add its thread CPU time (ns) to ``acc[key]``."""
+    fn = getattr(obj, name)
+    clock = time.thread_time_ns
+
+    def timed(*args, **kwargs):
+        t0 = clock()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            acc[key] = acc.get(key, 0) + clock() - t0
+    setattr(obj, name, timed)
+
+
+def cpu_stages(robot, samples, overrides) -> dict:
+    """The whole cycle of :func:`whole_cycle` run again with the thread CPU time of each stage
+    (:data:`CPU_STAGES`; CPU time: another process's time slice does not count) read around the
+    calls that make it: p50 / p99 per stage (ms). Each wrapper costs a few tenths of a
+    microsecond, so ``total`` is a little above the untimed cycle's CPU time."""
+    pipe = Pipeline(robot, {"references": "weight_shift", "controller": overrides})
+    st, ctrl = pipe.state, pipe.control.controller
+    acc: dict = {}
+    for obj, name, key in ((pipe, "add_imu", "inputs"), (pipe, "add_joint_state", "inputs"),
+                           (st.passive.est, "update", "passive_completion"), (st.estimator, "update", "base_estimator"),
+                           (pipe, "estimate", "estimate"), (pipe.references, "update", "references"),
+                           (pipe.control, "cycle", "control"), (ctrl.formulation.state, "update", "model_update"),
+                           (ctrl.formulation, "build", "build"), (ctrl.formulation, "decode", "decode"),
+                           (ctrl.solver, "solve", "solve")):
+        _cpu_timed(obj, name, key, acc)
+    rows = []
+    for first, t, js, imu in _cycle_inputs(robot, samples):
+        if first:                                # the first pass warms caches and layouts
+            rows = []
+        acc.clear()
+        t0 = time.thread_time_ns()
+        pipe.step(t, js, imu)
+        rows.append(dict(acc, total=time.thread_time_ns() - t0))
+    col = {k: np.array([r.get(k, 0) for r in rows], dtype=float) * 1e-9 for k in set().union(*rows)}
+    col["estimate_rest"] = col["estimate"] - col["passive_completion"] - col["base_estimator"]
+    col["qp_build"] = col["build"] - col["model_update"]
+    col["command_glue"] = col["control"] - col["build"] - col["solve"] - col["decode"]
+    col["step_rest"] = col["total"] - col["inputs"] - col["estimate"] - col["references"] - col["control"]
+    return {name: {k: round(v, 4) for k, v in tp.percentiles(col[name]).items() if k in ("p50_ms", "p99_ms")}
+            for name in CPU_STAGES}
 
 
 def _figures(times, run=None) -> dict:
@@ -131,7 +194,7 @@ def _time_ours(robot, samples, overrides, solver):
     return ctrl, ours, {**_figures(ours["times"], ours), "infeasible": ctrl.stats["infeasible"]}
 
 
-def bench_workload(robot, workload: str, cycles: int, solvers, tsid: bool) -> dict:
+def bench_workload(robot, workload: str, cycles: int, solvers, tsid: bool, stages: bool = False) -> dict:
     samples, overrides, residual, scale = _workload(robot, workload, cycles)
     ctrl, ours, figures = _time_ours(robot, samples, overrides, solvers[0])
     result = {"workload": workload, "cycles": cycles, "closure_residual": residual,
@@ -143,6 +206,8 @@ def bench_workload(robot, workload: str, cycles: int, solvers, tsid: bool) -> di
             result["backends"][name] = _time_ours(robot, samples, overrides, name)[2]
     if robot.loops is not None:
         result["whole_cycle"] = whole_cycle(robot, samples, dict(overrides, solver=solvers[0]))
+        if stages:
+            result["whole_cycle"]["cpu_stages"] = cpu_stages(robot, samples, dict(overrides, solver=solvers[0]))
     if not tsid:
         return result
     if robot.loops is not None:
@@ -165,10 +230,10 @@ def bench_workload(robot, workload: str, cycles: int, solvers, tsid: bool) -> di
     return result
 
 
-def bench_robot(name: str, cycles: int, solvers, tsid: bool, workloads=wl.WORKLOADS) -> dict:
+def bench_robot(name: str, cycles: int, solvers, tsid: bool, workloads=wl.WORKLOADS, stages: bool = False) -> dict:
     robot = load_robot(name)
     return {"robot": name, "nv": robot.nv, "contacts": len(robot.contacts), "solver": solvers[0],
-            "workloads": {w: bench_workload(robot, w, cycles, solvers, tsid) for w in workloads}}
+            "workloads": {w: bench_workload(robot, w, cycles, solvers, tsid, stages) for w in workloads}}
 
 
 def _one_thread_one_core() -> None:
@@ -231,7 +296,7 @@ def run(args) -> int:
     solvers = args.solver or [DEFAULT_SOLVER]
     if args.backends:
         solvers = [DEFAULT_SOLVER] + [s for s in SOLVERS if s != DEFAULT_SOLVER]
-    results = [bench_robot(n, args.cycles, solvers, not args.no_tsid, args.workload or wl.WORKLOADS)
+    results = [bench_robot(n, args.cycles, solvers, not args.no_tsid, args.workload or wl.WORKLOADS, args.cpu_stages)
                for n in names]
     if args.json:
         print(json.dumps(results if len(results) > 1 else results[0], indent=2))
@@ -254,6 +319,10 @@ def run(args) -> int:
                       f"safe-mode cycles {wc['safe_mode_cycles']}")
                 for name, f in wc.get("stages", {}).items():
                     print(f"{'':>23} {name:<24} p50 {f['p50_ms']:.3f} ms  p99 {f['p99_ms']:.3f} ms")
+                if "cpu_stages" in wc:
+                    print(f"{'':>19} whole cycle again, thread CPU time per stage:")
+                for name, f in wc.get("cpu_stages", {}).items():
+                    print(f"{'':>23} {name:<24} p50 {f['p50_ms']:.4f} ms  p99 {f['p99_ms']:.4f} ms")
             t = b.get("tsid", {})
             if "skipped" in t:
                 print(f"{'':>19} TSID: {t['skipped']}")

@@ -61,11 +61,12 @@ def test_walk_lifts_swing_feet_and_keeps_stance_feet_still():
 
 def test_bench_closed_chain_whole_cycle_and_table(cli, tmp_path):
     """`bench controller --robot hybrid_biped`: timed on closed states only (residual in the
-    JSON), the whole Pipeline cycle beside the QP cycle with its per-stage split; `--table` turns the JSON into the
+    JSON), the whole Pipeline cycle beside the QP cycle with its per-stage split (and with
+    `--cpu-stages` the finer one in CPU time); `--table` turns the JSON into the
     README's rows (no wall-clock assertion)."""
     import json
     proc = cli("bench", "controller", "--robot", "hybrid_biped", "--workload", "sway", "--cycles", "40",
-               "--no-tsid", "--json")
+               "--no-tsid", "--cpu-stages", "--json")
     assert proc.returncode == 0, proc.stderr
     r = json.loads(proc.stdout)
     b = r["workloads"]["sway"]
@@ -75,6 +76,13 @@ def test_bench_closed_chain_whole_cycle_and_table(cli, tmp_path):
     # the per-stage split: every stage timed, none longer than the longest whole cycle
     assert list(wc["stages"]) == ["inputs", "estimate", "references_and_command", "model_build_decode", "solve"]
     assert all(0 < f["p50_ms"] <= f["max_ms"] <= wc["max_ms"] for f in wc["stages"].values())
+    # --cpu-stages: the finer account in thread CPU time, every measured stage non-zero
+    cpu = wc["cpu_stages"]
+    assert list(cpu) == ["inputs", "passive_completion", "base_estimator", "estimate_rest", "references",
+                         "model_update", "qp_build", "solve", "decode", "command_glue", "step_rest", "total"]
+    assert all(cpu[k]["p50_ms"] > 0 for k in ("inputs", "passive_completion", "base_estimator", "references",
+                                              "model_update", "qp_build", "solve", "total"))
+    assert all(f["p50_ms"] <= f["p99_ms"] for f in cpu.values())
     saved = tmp_path / "qp.json"
     saved.write_text(proc.stdout)
     table = cli("bench", "controller", "--table", saved)
