@@ -79,6 +79,29 @@ def _euler_step(theta, qa, qu, v_a, err_a, X, dt, beta, alpha):
         theta[qu[k]] += X[k, 0] * dt + X[k, 1] * (dt * beta) + X[k, 2] * (-dt * alpha)
 
 
+@njit(boolean(F1), cache=True)
+def _finite(x):
+    """Whether every entry of ``x`` is finite (np.isfinite(x).all() without its three calls)."""
+    for i in range(x.shape[0]):
+        if not np.isfinite(x[i]):
+            return False
+    return True
+
+
+@njit(float64(F1, F1, I1, F1, F1, F1), cache=True)
+def _offset(theta, q_a, qa, lo, hi, d):
+    """``d`` = theta_a - q_a (the prediction minus the measurement) and its largest |entry|;
+    -1 when a measured actuator lies outside [lo, hi] (``d`` then not written). Finite inputs."""
+    for k in range(q_a.shape[0]):
+        if q_a[k] < lo[k] or q_a[k] > hi[k]:
+            return -1.0
+    largest = 0.0
+    for k in range(q_a.shape[0]):
+        d[k] = theta[qa[k]] - q_a[k]
+        largest = max(largest, abs(d[k]))
+    return largest
+
+
 @dataclass
 class PassiveEstimate:
     """The completed state: ``q`` (nq) and ``v`` (nv) in Pinocchio's order."""
@@ -169,7 +192,7 @@ class PassiveStateEstimator:
         if self._pending is not None:          # the previous cycle's Euler step, now dt is known
             self._advance(self._pending, None if t is None else float(t))
             self._pending = None
-        if self.theta is not None and not np.isfinite(self.theta).all():
+        if self.theta is not None and not _finite(self.theta):
             self.restart("internal state not finite")
         q_a = np.asarray(q_a, dtype=float)
         v_a = np.asarray(v_a, dtype=float)
@@ -182,14 +205,15 @@ class PassiveStateEstimator:
                 return est
         th = self.theta
         lo, hi = self._stroke
-        if (q_a < lo).any() or (q_a > hi).any():
+        nd = np.empty(kin.n_act)               # prediction minus measurement
+        jump = _offset(th, q_a, kin.qa, lo, hi, nd)
+        if jump < 0.0:
             bad = [f"{n} = {x:.4g} not in [{a:.4g}, {b:.4g}]"
                    for n, x, a, b in zip(kin.actuated_joints, q_a, lo, hi) if not a <= x <= b]
             source = f" (strokes with a {self.stroke_margin:g} margin, from the limits of " \
                      f"{kin.spec.path} or its URDF)" if kin.spec is not None else ""
             return self._invalid(OUT_OF_WORKSPACE, f"actuators outside their stroke: {'; '.join(bad)}{source}")
-        nd = th[kin.qa] - q_a                  # prediction minus measurement
-        if np.abs(nd).max() > self.jump_tol:
+        if jump > self.jump_tol:
             # a jump no velocity explains: re-close at the measurement before going on
             q, info = kin.close(kin.with_actuated(th, q_a))
             if not info["converged"]:

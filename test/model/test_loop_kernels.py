@@ -262,3 +262,28 @@ def test_estimator_in_one_call_equals_the_two_call_path(biped):
         assert abs(a.residual - b.residual) <= TOL and abs(a.rcond - b.rcond) <= TOL * b.rcond
     assert est.health.resets == ref.health.resets
     assert np.abs(est.theta - samples[0].q).max() > 1e-3         # the estimate moved
+
+
+def test_measurement_offset_and_finiteness_equal_numpy(biped, walk):
+    """The estimator's measurement checks (estimation/passive_state.py) against the numpy they
+    replaced: the offset theta_a - q_a and its largest entry, -1 for an actuator outside its
+    stroke (either side, with the offset left alone), and the finiteness of a state."""
+    from hybrid_dynamics.estimation import passive_state as ps
+    est = PassiveStateEstimator(LoopClosureKinematics(biped))
+    kin, (lo, hi) = est.kin, est._stroke
+    rng = np.random.default_rng(13)
+    th = walk[5].q.copy()
+    q_a = th[kin.qa] + 1e-3 * rng.standard_normal(kin.n_act)
+    d = np.empty(kin.n_act)
+    assert ps._offset(th, q_a, kin.qa, lo, hi, d) == np.abs(th[kin.qa] - q_a).max() > 1e-4
+    assert np.array_equal(d, th[kin.qa] - q_a)
+    for k, bound in ((3, lo), (7, hi)):
+        out = q_a.copy()
+        out[k] = bound[k] + (-1e-9 if bound is lo else 1e-9)
+        d[:] = 7.0
+        assert ps._offset(th, out, kin.qa, lo, hi, d) == -1.0 and (d == 7.0).all()
+    assert ps._finite(th)
+    for bad in (np.nan, np.inf, -np.inf):
+        x = th.copy()
+        x[-1] = bad
+        assert not ps._finite(x) and not np.isfinite(x).all()
