@@ -1,4 +1,5 @@
-"""How slowly can a hexapod left with two feet land its body? A planar trajectory optimisation.
+"""How slowly can a hexapod left with two or three feet land its body? A planar trajectory
+optimisation.
 
 With two feet left no standing posture exists (``control/static_feasibility.py``): the body
 must come down, and the campaign asks for its first contact with the floor at under 0.2 m/s
@@ -27,12 +28,39 @@ starts; a local optimum, so an upper bound on the best achievable speed).
 from the CoM unless it leans towards the CoM by ``atan(e / h)``, and the friction cone allows
 ``atan(mu)``: for the JetHexa's front or rear pair (``e`` ~ 0.12-0.18 m, ``h`` ~ 0.11 m) every
 braking force turns the body towards the lost legs.
+
+**Three feet left, the CoM outside their triangle** (:func:`three_feet_faults`): the model is
+the same plane, normal to the triangle's edge ``L`` the CoM is furthest outside of, the two
+feet of ``L`` summed at the line, and the third foot a second point of force
+``(F3_s, F3_z)`` at ``s = -d`` (``d`` its distance from ``L``, on the far side from the CoM),
+bounded like the others (``F3_z >= 0``, friction, its leg's capacity, its hip within reach)::
+
+    m s'' = F_s + F3_s,   m z'' = F_z + F3_z - m g,   I phi'' = -s F_z + z F_s + (-d - s) F3_z + z F3_s
+
+Why this edge and this model: every contact is on one side of ``L`` (the CoM on the other), so
+about ``L`` the angular momentum changes as ``dH_L/dt = m g e + d F3_z`` (friction at a floor
+point has no moment about a floor line; ``test/control/test_line_balance.py`` checks the
+law against Pinocchio): the third foot can only add to the roll over ``L``, never take from
+it, and ``L`` is the edge the CoM is outside of (about an edge with the CoM inside, gravity
+itself turns the body back onto the third foot). What the model leaves out: the motion along
+``L`` and the turns about the floor normal and about ``L``'s normal (with three point feet
+their moments can be balanced, so they are taken as held), and the third foot's position
+along ``L``. The third foot's force is allowed, not imposed: the optimiser would use it where
+braking the fall were worth the extra roll, and it does not (checked in
+``test/analysis/test_two_feet_landing.py`` on a box robot and in the JetHexa's table of
+docs/campaign.md: the third foot stays unloaded at the optimum), which is the claim: with the
+CoM outside the triangle the body lands on the edge's two feet. Also checked there: the
+optimiser's force profile, re-simulated by an independent integrator, lands at the speeds it
+reports.
+
+Like the two-feet figures these are local optima from a few starts: **upper bounds on the
+best achievable, not proofs** that nothing slower exists.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 import itertools
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 from xml.etree import ElementTree
 
 import numpy as np
@@ -56,6 +84,9 @@ class PlanarRobot:
     reach: float                # largest hip-to-foot distance
     friction: float
     max_force: float            # N, the two legs' vertical force capacity
+    base: np.ndarray = field(default_factory=lambda: np.zeros(2))   # the base frame's origin in the plane, from the CoM (body frame)
+    third: Optional[np.ndarray] = None   # three feet: (d, its hip's s and z from the CoM, the hip's offset along the line from the foot)
+    third_force: float = 0.0    # N, the third leg's vertical force capacity
 
 
 @dataclass
@@ -65,27 +96,54 @@ class Landing:
     tilt_deg: float             # at that contact
     duration: float             # s from the loss
     free_fall_speed: float      # m/s, the same drop with no force
+    base_speed: float = float("nan")    # m/s, the base frame origin's downward speed at the contact (the campaign measures it)
+    forces: list = field(default_factory=list)   # the profile found: rows (F_s, F_z[, F3_s, F3_z]) over equal intervals of ``duration``
 
 
-def simulate(robot: PlanarRobot, forces: np.ndarray, duration: float, substeps: int = 4) -> np.ndarray:
+def rate(robot: PlanarRobot, x: np.ndarray, f: np.ndarray) -> np.ndarray:
+    """Time derivative of the states ``x`` (rows ``(s, z, phi, s', z', phi')``) under the
+    forces ``f`` (rows ``(F_s, F_z)`` at the foot line, then ``(F3_s, F3_z)`` at the third foot,
+    ``s = -d``, if given; module docstring)."""
+    s, z = x[..., 0], x[..., 1]
+    fs, fz = f[..., 0], f[..., 1]
+    moment = -s * f[..., 1] + z * f[..., 0]
+    if f.shape[-1] > 2:
+        fs, fz = fs + f[..., 2], fz + f[..., 3]
+        moment = moment + (-robot.third[0] - s) * f[..., 3] + z * f[..., 2]
+    return np.stack([x[..., 3], x[..., 4], x[..., 5], fs / robot.mass, fz / robot.mass - GRAVITY,
+                     moment / robot.inertia], axis=-1)
+
+
+def start_state(robot: PlanarRobot) -> np.ndarray:
+    """At rest at the standing pose."""
+    return np.array([robot.e, robot.height, 0.0, 0.0, 0.0, 0.0])
+
+
+def point_speed(state: np.ndarray, point: np.ndarray) -> float:
+    """Vertical velocity of the body point ``point`` (in the plane, from the CoM, body frame)."""
+    c, s = np.cos(state[2]), np.sin(state[2])
+    return float(state[4] + state[5] * (c * point[0] - s * point[1]))
+
+
+def simulate(robot: PlanarRobot, forces: np.ndarray, duration, substeps: int = 4) -> np.ndarray:
     """States ``(s, z, phi, s', z', phi')`` at the ``len(forces) + 1`` nodes, from rest at the
-    standing pose, under piecewise-constant ``forces`` (rows ``(F_s, F_z)``), RK4."""
-    def rate(x, f):
-        s, z = x[0], x[1]
-        return np.array([x[3], x[4], x[5], f[0] / robot.mass, f[1] / robot.mass - GRAVITY,
-                         (-s * f[1] + z * f[0]) / robot.inertia])
-    x = np.array([robot.e, robot.height, 0.0, 0.0, 0.0, 0.0])
+    standing pose, under piecewise-constant ``forces`` (rows ``(F_s, F_z[, F3_s, F3_z])``), RK4.
+    Batched: ``forces`` (B, nodes, width) and ``duration`` (B,) give (B, nodes + 1, 6)."""
+    forces = np.asarray(forces, float)
+    if forces.ndim == 2:
+        return simulate(robot, forces[None], np.array([duration]), substeps)[0]
+    x = np.tile(start_state(robot), (len(forces), 1))
     out = [x.copy()]
-    h = duration / (len(forces) * substeps)
-    for f in forces:
+    h = (np.asarray(duration, float) / (forces.shape[1] * substeps))[:, None]
+    for f in forces.transpose(1, 0, 2):
         for _ in range(substeps):
-            k1 = rate(x, f)
-            k2 = rate(x + 0.5 * h * k1, f)
-            k3 = rate(x + 0.5 * h * k2, f)
-            k4 = rate(x + h * k3, f)
+            k1 = rate(robot, x, f)
+            k2 = rate(robot, x + 0.5 * h * k1, f)
+            k3 = rate(robot, x + 0.5 * h * k2, f)
+            k4 = rate(robot, x + h * k3, f)
             x = x + h / 6.0 * (k1 + 2 * k2 + 2 * k3 + k4)
         out.append(x.copy())
-    return np.array(out)
+    return np.stack(out, axis=1)
 
 
 def lowest_corner(robot: PlanarRobot, states: np.ndarray) -> np.ndarray:
@@ -99,7 +157,7 @@ def corner_speed(robot: PlanarRobot, state: np.ndarray) -> float:
     """Vertical velocity of the body's lowest corner at ``state``."""
     c, s = np.cos(state[2]), np.sin(state[2])
     k = int(np.argmin(state[1] + s * robot.corners[:, 0] + c * robot.corners[:, 1]))
-    return float(state[4] + state[5] * (c * robot.corners[k, 0] - s * robot.corners[k, 1]))
+    return point_speed(state, robot.corners[k])
 
 
 def hip_distance(robot: PlanarRobot, states: np.ndarray) -> np.ndarray:
@@ -110,66 +168,100 @@ def hip_distance(robot: PlanarRobot, states: np.ndarray) -> np.ndarray:
         ps = states[:, 0] + c * hs - s * hz
         pz = states[:, 1] + s * hs + c * hz
         far = np.maximum(far, np.sqrt(ps ** 2 + pz ** 2 + along ** 2))
+    if robot.third is not None:
+        d, hs, hz, along = robot.third
+        ps = states[:, 0] + c * hs - s * hz + d
+        pz = states[:, 1] + s * hs + c * hz
+        far = np.maximum(far, np.sqrt(ps ** 2 + pz ** 2 + along ** 2))
     return far
 
 
+STARTS = (0.15, 0.25, 0.5, 0.9)     # s, initial durations of the optimiser's starts
+CARRIED = (0.5, 1.0)                # ... and the fractions of the weight the feet carry at first
+
+
 def best_landing(robot: PlanarRobot, nodes: int = 12, max_tilt_deg: float = 30.0,
-                 starts: tuple = (0.25, 0.5, 0.9)) -> Landing:
-    """The slowest touch-down found (module docstring), over SLSQP runs from ``starts``
-    (initial durations, s) with the weight carried at first."""
+                 starts: tuple = STARTS, carried: tuple = CARRIED) -> Landing:
+    """The slowest touch-down found (module docstring), over SLSQP runs from every pair of
+    ``starts`` (initial durations, s) and ``carried`` (the fraction of the weight the line's
+    feet carry at first, constant; a third foot starts unloaded)."""
     mu, tilt = robot.friction, np.radians(max_tilt_deg)
+    width = 2 if robot.third is None else 4
 
     def unpack(x):
-        return x[1:].reshape(nodes, 2), x[0]
+        return x[1:].reshape(nodes, width), x[0]
+
+    def values(x, st):
+        """The objective (the CoM's and the touching corner's vertical speeds at the contact,
+        squared), the inequalities and the contact's equality at ``x``, its states ``st``."""
+        forces, _ = unpack(x)
+        cones = [mu * forces[:, k + 1] + sign * forces[:, k] for k in range(0, width, 2) for sign in (-1.0, 1.0)]
+        return (st[-1, 4] ** 2 + corner_speed(robot, st[-1]) ** 2,
+                np.concatenate(cones + [lowest_corner(robot, st[1:-1]), tilt - np.abs(st[1:, 2]),
+                                        robot.reach - hip_distance(robot, st[1:])]),
+                lowest_corner(robot, st[-1:]))
 
     memo = {}
 
-    def states(x):          # SLSQP asks for objective and constraints at the same x
+    def evaluated(x, slopes=False):
+        """``values`` at ``x`` and, with ``slopes``, their forward-difference Jacobians, the
+        perturbed trajectories simulated in one batch (SLSQP asks for the objective, the
+        constraints and their Jacobians at the same ``x``)."""
         key = x.tobytes()
-        if key not in memo:
+        if key not in memo or (slopes and "jac" not in memo[key]):
+            steps = 1.5e-8 * np.maximum(1.0, np.abs(x))
+            X = np.vstack([x, x + np.diag(steps)]) if slopes else x[None]
+            forces = X[:, 1:].reshape(len(X), nodes, width)
+            rows = [values(xi, st) for xi, st in zip(X, simulate(robot, forces, X[:, 0]))]
+            entry = {"val": rows[0]}
+            if slopes:
+                entry["jac"] = tuple(np.array([np.atleast_1d(r[i]) - np.atleast_1d(rows[0][i]) for r in rows[1:]]).T
+                                     / steps for i in range(3))
             memo.clear()
-            forces, duration = unpack(x)
-            memo[key] = simulate(robot, forces, duration)
-        return memo[key]
+            memo[key] = entry
+        return memo[key]["jac" if slopes else "val"]
 
-    def objective(x):       # the CoM's and the touching corner's vertical speeds at the contact
-        st = states(x)
-        return st[-1, 4] ** 2 + corner_speed(robot, st[-1]) ** 2
+    def objective(x):
+        return evaluated(x)[0]
 
     def inequalities(x):
-        forces, _ = unpack(x)
-        st = states(x)
-        return np.concatenate([mu * forces[:, 1] - forces[:, 0], mu * forces[:, 1] + forces[:, 0],
-                               lowest_corner(robot, st[1:-1]), tilt - np.abs(st[1:, 2]),
-                               robot.reach - hip_distance(robot, st[1:])])
+        return evaluated(x)[1]
 
-    bounds = [(0.05, 2.0)] + [(-mu * robot.max_force, mu * robot.max_force), (0.0, robot.max_force)] * nodes
+    per_node = [(-mu * robot.max_force, mu * robot.max_force), (0.0, robot.max_force)]
+    if robot.third is not None:
+        per_node += [(-mu * robot.third_force, mu * robot.third_force), (0.0, robot.third_force)]
+    bounds = [(0.05, 2.0)] + per_node * nodes
     best = None
-    for duration in starts:
-        x0 = np.concatenate([[duration], np.tile([0.0, 0.5 * robot.mass * GRAVITY], nodes)])
-        res = minimize(objective, x0, method="SLSQP", bounds=bounds,
-                       constraints=[{"type": "ineq", "fun": inequalities},
-                                    {"type": "eq", "fun": lambda x: lowest_corner(robot, states(x)[-1:])}],
+    for duration, share in itertools.product(starts, carried):
+        first = [0.0, min(share * robot.mass * GRAVITY, robot.max_force)] + [0.0, 0.0] * (width == 4)
+        x0 = np.concatenate([[duration], np.tile(first, nodes)])
+        res = minimize(objective, x0, method="SLSQP", bounds=bounds, jac=lambda x: evaluated(x, True)[0][0],
+                       constraints=[{"type": "ineq", "fun": inequalities, "jac": lambda x: evaluated(x, True)[1]},
+                                    {"type": "eq", "fun": lambda x: evaluated(x)[2],
+                                     "jac": lambda x: evaluated(x, True)[2]}],
                        options={"maxiter": 300, "ftol": 1e-10})
-        ok = np.all(inequalities(res.x) >= -1e-6) and abs(lowest_corner(robot, states(res.x)[-1:])[0]) < 1e-6
+        ok = np.all(inequalities(res.x) >= -1e-6) and abs(evaluated(res.x)[2][0]) < 1e-6
         if ok and (best is None or res.fun < best.fun):
             best = res
-    start = np.array([[robot.e, robot.height, 0.0, 0.0, 0.0, 0.0]])
-    free = float(np.sqrt(2 * GRAVITY * lowest_corner(robot, start)[0]))       # the same drop, no force
+    free = float(np.sqrt(2 * GRAVITY * lowest_corner(robot, start_state(robot)[None])[0]))   # the same drop, no force
     if best is None:
         return Landing(np.nan, np.nan, np.nan, np.nan, free)
-    st = states(best.x)
+    forces, duration = unpack(best.x)
+    st = simulate(robot, forces, duration)
     return Landing(float(-st[-1, 4]), -corner_speed(robot, st[-1]), float(np.degrees(abs(st[-1, 2]))),
-                   float(best.x[0]), free)
+                   float(duration), free, base_speed=-point_speed(st[-1], robot.base), forces=forces.tolist())
 
 
 def planar_robot(robot, legs_left: List[str]) -> PlanarRobot:
-    """The planar model of ``robot`` left with the two legs ``legs_left`` (the others lost),
-    from its model at the standing pose: CoM and inertia of what is left (Pinocchio), the feet
-    and hips, the body box's corners (the base link's collision box), the legs' reach and
-    vertical force capacity under their torque limits."""
-    if len(legs_left) != 2:
-        raise ValueError("the planar landing model is for two feet left")
+    """The planar model of ``robot`` left with the two or three legs ``legs_left`` (the others
+    lost), from its model at the standing pose: CoM and inertia of what is left (Pinocchio),
+    the feet and hips, the body box's corners (the base link's collision box), the legs' reach
+    and vertical force capacity under their torque limits. Three legs: the plane is normal to
+    the edge of their feet's triangle the CoM is furthest outside of, the third foot beside it
+    (module docstring); a ``ValueError`` if the CoM is inside the triangle (the feet can hold
+    the body)."""
+    if len(legs_left) not in (2, 3):
+        raise ValueError("the planar landing model is for two or three feet left")
     morph = Morphology.healthy(robot)
     for leg in robot.legs:
         if leg.name not in legs_left:
@@ -187,31 +279,55 @@ def planar_robot(robot, legs_left: List[str]) -> PlanarRobot:
     feet = [data.oMf[model.getFrameId(l.contact_frame)].translation.copy() for l in legs]
     hips = [data.oMi[model.getJointId(robot.model.names[l.joints[0]])].translation.copy() for l in legs]
     ground = float(np.mean([f[2] for f in feet])) - robot.contacts[0].radius
-    u = np.append((feet[1] - feet[0])[:2], 0.0)
-    u /= np.linalg.norm(u)
-    n = np.array([-u[1], u[0], 0.0])
-    if n @ (com - feet[0]) < 0:
-        n = -n
-    e = float(n @ (com - feet[0]))
+
+    def across(a, b, away=None):
+        """(u, n, e): the line through feet a, b, its floor normal towards the CoM (away from
+        foot ``away``), the CoM's distance along it."""
+        u = np.append((feet[b] - feet[a])[:2], 0.0)
+        u /= np.linalg.norm(u)
+        n = np.array([-u[1], u[0], 0.0])
+        if (n @ (feet[away] - feet[a]) > 0) if away is not None else (n @ (com - feet[a]) < 0):
+            n = -n
+        return u, n, float(n @ (com - feet[a]))
+    third = None
+    if len(legs) == 3:
+        k = max(range(3), key=lambda k: across(*[j for j in range(3) if j != k], away=k)[2])
+        u, n, e = across(*[j for j in range(3) if j != k], away=k)
+        third = (legs.pop(k), feet.pop(k), hips.pop(k))
+        if e <= 0.0:
+            raise ValueError(f"legs {', '.join(legs_left)}: the CoM is inside their feet's triangle")
+    else:
+        u, n, e = across(0, 1)
     size, centre = base_box(robot)
     corners = centre + 0.5 * np.array([[sx * size[0], sy * size[1], sz * size[2]]
                                        for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)])
     corners_plane = np.stack([(corners - com) @ n, corners[:, 2] - com[2]], axis=1)
     hips_plane = np.array([[n @ (h - com), h[2] - com[2], u @ (h - f)] for h, f in zip(hips, feet)])
-    reach, capacity = 0.0, 0.0
-    for leg in legs:
+    def capacity_of(leg) -> float:
         fid = model.getFrameId(leg.contact_frame)
         J = pin.computeFrameJacobian(model, data, q, fid, pin.LOCAL_WORLD_ALIGNED)
         joints = [model.getJointId(robot.model.names[j]) for j in leg.joints]
         cols = [model.joints[j].idx_v for j in joints]
         lever = np.abs(J[2, cols])                       # N m per newton of vertical force
-        capacity += float(np.min(model.effortLimit[cols][lever > 1e-9] / lever[lever > 1e-9]))
-        # the leg stretched straight: its links' lengths end to end
+        return float(np.min(model.effortLimit[cols][lever > 1e-9] / lever[lever > 1e-9]))
+
+    def reach_of(leg) -> float:
+        """The leg stretched straight: its links' lengths end to end."""
+        fid = model.getFrameId(leg.contact_frame)
+        joints = [model.getJointId(robot.model.names[j]) for j in leg.joints]
         links = [np.linalg.norm(model.jointPlacements[j].translation) for j in joints[1:]]
-        reach = max(reach, float(sum(links) + np.linalg.norm(model.frames[fid].placement.translation)))
-    return PlanarRobot(mass=float(data.mass[0]), inertia=float(u @ inertia_com @ u),
-                       e=e, height=float(com[2] - ground), corners=corners_plane, hips=hips_plane,
-                       reach=reach, friction=float(robot.friction), max_force=capacity)
+        return float(sum(links) + np.linalg.norm(model.frames[fid].placement.translation))
+    planar = PlanarRobot(mass=float(data.mass[0]), inertia=float(u @ inertia_com @ u),
+                         e=e, height=float(com[2] - ground), corners=corners_plane, hips=hips_plane,
+                         reach=max(reach_of(leg) for leg in legs), friction=float(robot.friction),
+                         max_force=sum(capacity_of(leg) for leg in legs),
+                         base=np.array([n @ (q[:3] - com), q[2] - com[2]]))
+    if third is not None:
+        leg, foot, hip = third
+        planar.third = np.array([-float(n @ (foot - feet[0])), n @ (hip - com), hip[2] - com[2], u @ (hip - foot)])
+        planar.third_force = capacity_of(leg)
+        planar.reach = max(planar.reach, reach_of(leg))
+    return planar
 
 
 def base_box(robot):
@@ -226,6 +342,21 @@ def base_box(robot):
             xyz = [0.0, 0.0, 0.0] if origin is None else [float(v) for v in origin.get("xyz", "0 0 0").split()]
             return np.array([float(v) for v in box.get("size").split()]), np.array(xyz)
     raise ValueError(f"{robot.urdf}: the base link has no collision box")
+
+
+def three_feet_faults(robot, max_tilt_deg: float = 30.0) -> Dict[str, Tuple[float, Landing]]:
+    """Every three-leg loss of ``robot`` whose CoM, at the standing pose, is outside the three
+    feet's triangle (keyed by the lost legs, ``+``-joined): the CoM's distance outside its
+    nearest edge and the best landing found (the third foot allowed, module docstring)."""
+    names = [leg.name for leg in robot.legs]
+    out = {}
+    for left in itertools.combinations(names, 3):
+        try:
+            model = planar_robot(robot, list(left))
+        except ValueError:
+            continue                     # the CoM inside: the three feet can hold the body
+        out["+".join(n for n in names if n not in left)] = (model.e, best_landing(model, max_tilt_deg=max_tilt_deg))
+    return out
 
 
 def two_feet_faults(robot, max_tilt_deg: float = 30.0) -> Dict[str, Tuple[float, Landing]]:
