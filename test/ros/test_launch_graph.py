@@ -146,12 +146,18 @@ def test_sim_launch_real_time_keeps_control_on_a_loaded_machine(install, tmp_pat
     check_walked(watch, 3.0, duration, SPEED)
 
 
-def soft_stands_then_walks(install, tmp_path, stand: float, duration: float):
-    """sim.launch.py robot:=jethexa_soft (config/jethexa_soft.yaml), every node its own
-    process, lock-step: the robot on six silicone pads stands (stepping in place) ``stand`` s, then walks the
-    tripod gait at /cmd_vel 0.1 m/s until ``duration``; the controller takes the pads'
-    coordinates from /joint_states and publishes them (``~/soft_deformation``) and draws each
-    pad (``~/markers``, namespace ``soft_bodies``), and the pads carry load."""
+# the soft modules of each leg of the soft robots (robots/<robot>/robot.yaml), each 30 mm long
+SOFT_MODULES = {"jethexa_soft": ("pad",), "jethexa_shank": ("shank", "pad")}
+
+
+def soft_stands_then_walks(install, tmp_path, stand: float, duration: float, robot: str = "jethexa_soft"):
+    """sim.launch.py robot:=ROBOT (config/ROBOT.yaml), every node its own process, lock-step:
+    the robot on soft modules (jethexa_soft: six silicone pads; jethexa_shank: six compliant
+    shanks each carrying a pad) stands (stepping in place) ``stand`` s, then walks the tripod
+    gait at /cmd_vel 0.1 m/s until ``duration``; the controller takes the modules' coordinates
+    from /joint_states and publishes them (``~/soft_deformation``) and draws each module
+    (``~/markers``, namespace ``soft_bodies``), and the modules carry load."""
+    kinds = SOFT_MODULES[robot]
     observer = Observer()
     pads, strips = [], []
     observer.node.create_subscription(JointState, "/whole_body_controller/soft_deformation",
@@ -159,7 +165,7 @@ def soft_stands_then_walks(install, tmp_path, stand: float, duration: float):
     observer.node.create_subscription(
         MarkerArray, "/whole_body_controller/markers",
         lambda m: strips.append({k.text: [(p.x, p.y, p.z) for p in k.points] for k in m.markers if k.ns == "soft_bodies"}), 10)
-    graph = ProcessGraph(sim_graph(install, robot="jethexa_soft", lockstep=LOCKSTEP), install, tmp_path)
+    graph = ProcessGraph(sim_graph(install, robot=robot, lockstep=LOCKSTEP), install, tmp_path)
     try:
         observer.wait_until(START, 300.0, graph)
         observer.wait_until(stand, WALL * stand, graph)
@@ -181,23 +187,29 @@ def soft_stands_then_walks(install, tmp_path, stand: float, duration: float):
     counts = watch.controller_counts(0.5)
     assert counts["cycles"] > 0 and counts["safe_cycles"] == 0, counts
     names = pads[-1][1]
-    assert len(names) == 18 and all(n.startswith("leg") for n in names), names
+    assert len(names) == 18 * len(kinds) and all(n.startswith("leg") for n in names), names
     q = np.array([p[2] for p in pads if p[0] >= 0.5])
     assert np.all(np.isfinite(q))
-    assert np.abs(q[:, 2::3]).max() > 1e-4                # the pads' change of length: loaded, compressed
-    drawn = strips[-1]                                    # one line strip per pad, along the 30 mm pad
-    assert sorted(drawn) == [f"leg{k}_pad" for k in range(1, 7)], sorted(drawn)
+    assert np.abs(q[:, 2::3]).max() > 1e-4                # the modules' change of length: loaded, compressed
+    drawn = strips[-1]                                    # one line strip per module, along its 30 mm
+    assert sorted(drawn) == sorted(f"leg{k}_{kind}" for k in range(1, 7) for kind in kinds), sorted(drawn)
     for points in drawn.values():
         points = np.array(points)
         assert len(points) == 7 and 0.028 < np.linalg.norm(points[-1] - points[0]) < 0.032, points
-    print(f"\njethexa_soft per process: stood at {height:.4f} m (spread {1e3 * np.ptp(standing[:, 3]):.1f} mm), walked "
-          f"{moved / (duration - stand - 1.5):.4f} m/s at {SPEED} m/s, max pad compression "
+    print(f"\n{robot} per process: stood at {height:.4f} m (spread {1e3 * np.ptp(standing[:, 3]):.1f} mm), walked "
+          f"{moved / (duration - stand - 1.5):.4f} m/s at {SPEED} m/s, max compression "
           f"{1e3 * np.abs(q[:, 2::3]).max():.2f} mm, {counts['cycles']} controller cycles from 0.5 s, "
           f"{len(strips)} marker arrays")
 
 
 def test_sim_launch_jethexa_soft_stands_then_walks(install, tmp_path):
     soft_stands_then_walks(install, tmp_path, 2.5, 6.0)
+
+
+def test_sim_launch_jethexa_shank_stands_then_walks(install, tmp_path):
+    """Two soft modules per leg (config/jethexa_shank.yaml: jethexa_soft's filter settings,
+    jethexa's fall alert): 36 coordinates published, 12 modules drawn, no false detection."""
+    soft_stands_then_walks(install, tmp_path, 2.5, 6.0, robot="jethexa_shank")
 
 
 @pytest.mark.long
