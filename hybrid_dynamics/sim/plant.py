@@ -35,7 +35,7 @@ import numpy as np
 import pinocchio as pin
 
 from ..errors import InputError, reject_unknown_settings
-from .soft_feet import add_equivalent_pads
+from .soft_feet import Equivalent, add_equivalent_modules
 
 REMOVED_ARMATURE = 1e-4       # kg m^2 on the frozen joints of removed links
 
@@ -91,9 +91,10 @@ class Plant:
         self.noise = noise or ImuNoise()
         self.rng = np.random.default_rng(seed)
         spec = mujoco.MjSpec.from_file(str(robot.mjcf))
-        # soft feet: their equivalent compliant model (sim/soft_feet.py), joints <module>_q<k>,
-        # frozen with the link that carries them when it is lost
-        self.soft_names = add_equivalent_pads(spec, robot) if robot.soft_modules else []
+        # soft modules: their equivalent compliant model (sim/soft_feet.py), reported as the
+        # model's coordinates <module>_q<k>, frozen with the link that carries them when it is lost
+        self.soft = add_equivalent_modules(spec, robot) if robot.soft_modules else Equivalent()
+        self.soft_names = self.soft.names
         hinge_names = [j.name for j in spec.joints if j.type in (mujoco.mjtJoint.mjJNT_HINGE,
                                                                  mujoco.mjtJoint.mjJNT_SLIDE)]
         for name in hinge_names:
@@ -121,7 +122,7 @@ class Plant:
         self._jid = dict(zip(self.joint_names, ids))
         self._qadr = np.array([m.jnt_qposadr[j] for j in ids])
         self._vadr = np.array([m.jnt_dofadr[j] for j in ids])
-        soft_ids = [mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, n) for n in self.soft_names]
+        soft_ids = [mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, n) for n in self.soft.joints]
         self._soft_qadr = np.array([m.jnt_qposadr[j] for j in soft_ids], int)
         self._soft_vadr = np.array([m.jnt_dofadr[j] for j in soft_ids], int)
         self._eq = {name: mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_EQUALITY, f"lock_{name}")
@@ -342,15 +343,16 @@ class Plant:
         if nz.joint_velocity_std:
             vel += self.rng.normal(0.0, nz.joint_velocity_std, vel.shape)
         if self.soft_names:
-            return (list(self.actuated_joints) + self.soft_names,
-                    np.concatenate([pos, self.data.qpos[self._soft_qadr]]),
-                    np.concatenate([vel, self.data.qvel[self._soft_vadr]]),
-                    np.concatenate([self._tau, np.zeros(len(self.soft_names))]))
+            q_soft, v_soft = self.soft_state()
+            return (list(self.actuated_joints) + self.soft_names, np.concatenate([pos, q_soft]),
+                    np.concatenate([vel, v_soft]), np.concatenate([self._tau, np.zeros(len(self.soft_names))]))
         return list(self.actuated_joints), pos, vel, self._tau.copy()
 
     def soft_state(self):
-        """(positions, velocities) of the soft feet's coordinates (ground truth)."""
-        return self.data.qpos[self._soft_qadr].copy(), self.data.qvel[self._soft_vadr].copy()
+        """(positions, velocities) of the soft modules' coordinates (ground truth): their
+        equivalent model's joints mapped to the model's coordinates (sim/soft_feet.py)."""
+        P = self.soft.to_coordinates
+        return P @ self.data.qpos[self._soft_qadr], P @ self.data.qvel[self._soft_vadr]
 
     def _read(self, name: str) -> np.ndarray:
         adr, dim = self._sensor[name]

@@ -1,69 +1,169 @@
-"""MuJoCo's equivalent of soft feet: each constant-curvature pad of ``soft_modules`` as a
-pseudo-rigid-body (PRB) model, a compliant beam made of rigid halves joined by springs, added
-to the rigid robot's MJCF at load.
+"""MuJoCo's equivalent of soft modules: each strain rod of ``soft_modules`` (constant curvature,
+piecewise-constant strain, variable strain) as a pseudo-rigid-body (PRB) chain, rigid links
+joined by springs, added to the rigid robot's MJCF at load.
 
-Per pad of length L, radius r, Young's modulus E, damping time eta (its manifest block):
+A rod of length L is cut into n equal pieces of length l = L / n: one for a constant-curvature
+(``cc``) rod, its ``segments`` for a piecewise-constant-strain (``pcs``) rod, its ``steps`` (the
+midpoint-Magnus steps of its map) for a variable-strain (``gvs``) rod. At the middle of each
+piece a joint per strain component the rod's basis uses: hinges about the section's x, y, z
+axes for the two curvatures and the twist, slides along x, y, z for the two shears and the
+stretch. The links between the joints are rigid cylinders: a proximal half piece fixed at the
+rod's root, whole pieces, a distal half piece carrying the contact sphere at the tip; each
+takes the mass of its length.
 
-* a proximal rigid half (mass m/2) fixed at the pad's root, then at mid-length two hinges about
-  the rod's x and y axes (the two bending coordinates) and a slide along its axis (the change of
-  length), carrying the distal half (mass m/2) and the contact sphere at the tip;
-* hinge stiffness ``E I / L`` (I = pi r^4 / 4) and slide stiffness ``E A / L``: a tip moment
-  gives the CC rod's tip angle exactly, a tip force gives its tip angle exactly and its tip
-  deflection to first order (the CC tip moves L theta / 2 sideways, the PRB tip likewise with
-  the hinge at L / 2); axial loads exactly; damping ``eta`` times each stiffness (Kelvin-Voigt
-  as in the soft model); zero spring reference (the pad at rest is straight).
+* A joint's value is the piece's strain times l, ``theta_j = l Phi(s_j) q`` at the piece's
+  middle ``s_j`` (the rod's own midpoint rule), and its stiffness the section's stiffness over
+  l: ``E I / l`` (bending), ``G J / l = 2 G I / l`` (twist), ``G A / l`` (shear), ``E A / l``
+  (stretch), damping ``eta`` times each (the Kelvin-Voigt law of the soft model), zero spring
+  reference (the rod at rest is straight). The spring energy is then the rod's, ``1/2 q^T K q``,
+  exactly for constant strain per piece (CC, PCS).
+* A tip force gives each piece the tip angle the rod's own statics gives it; the moment at a
+  hinge is exactly the load's (each link carries the mass of its length), so under a tip force
+  the PRB and the PCS rod deflect alike to first order, ``F L^3 / (3 E I) (1 - 1 / (4 n^2))``,
+  and under their weight ``w L^4 / (8 E I)`` times ``1 - 1 / (2 n^2)`` (PRB, the moment at the
+  hinge) against ``1 - 1 / (3 n^2)`` (PCS, the moment averaged over the piece)
+  (test/soft/test_soft_rod_mujoco.py). The CC pad's tip height under bending is off at second
+  order (``L theta^2 / 4`` against ``L theta^2 / 6``).
+* The plant reports the model's coordinates, ``q = B^+ theta`` with ``B`` the stacked
+  ``l Phi(s_j)`` (exact for CC and PCS, where B is invertible; the least-squares fit of the
+  basis for a GVS rod, whose PRB has more joints than coordinates). A CC rod's joints are its
+  coordinates (B a signed identity): they are named after them, ``<module>_q<k>``, the planar
+  rod's hinge about -y.
 
-Why not MuJoCo's flex or cable: a cable composite gives a chain of many small bodies whose
-bending stiffness and contact are tuned by MuJoCo's own parameters, with no one-to-one map to
-the three coordinates the controller's model has; the PRB model has exactly those three
-coordinates (joint ``<module>_q0..q2``, reported in /joint_states like encoders would report
-them) and stays stable at the 1 ms step. The mismatch with the CC model is second order in the
-bending angle (tip height L theta^2 / 4 against L theta^2 / 6).
+Why not MuJoCo's elastic cable (the ``mujoco.elasticity.cable`` plugin, shipped with the wheel):
+its elements are joined by ball joints (bending and twist only: no stretch nor shear, which our
+rods and pads have), and a chain of ball joints has no one-to-one map to the strain coordinates
+the controller reads from /joint_states; the PRB chain has one joint per strain coordinate and
+piece, and stays stable at the 1 ms step.
 """
 from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import List
 
 import mujoco
 import numpy as np
 import pinocchio as pin
 
 from ..errors import InputError
+from ..model.soft_fields import BODY_FIELDS
+from ..soft.bodies import StrainRod
+from ..soft.spec import build_module
+
+STRAINS = ("kx", "ky", "kz", "sx", "sy", "sz")      # rows of a strain basis Phi (angular first)
+BLUE = [0.2, 0.6, 0.9, 1]
 
 
-def _quat_wxyz(R: np.ndarray) -> list:
-    x, y, z, w = pin.Quaternion(R).coeffs()
-    return [w, x, y, z]
+@dataclass
+class Equivalent:
+    """What the plant adds for the soft modules: its joints, and how they give the model's
+    coordinates (``coordinates = to_coordinates @ joint values``, also for the rates)."""
+    joints: List[str] = field(default_factory=list)
+    names: List[str] = field(default_factory=list)          # soft.coordinates.coordinate_names
+    to_coordinates: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
 
 
-def add_equivalent_pads(spec: "mujoco.MjSpec", robot) -> list:
-    """Add every pad of ``robot.soft_modules`` to ``spec``; the names of the joints added (the
-    soft coordinates, in the order of soft.coordinates.coordinate_names). A module hung from
-    another soft module (``parent:``) hangs from that pad's distal half, at its distal face
-    (the tip: ``L / 2`` from the mid-length joints along the half's axis, plus the change of
-    length), as the soft tree hangs it from the parent's distal frame."""
-    added = []
-    tips: dict = {}                 # module name -> (its distal half, the face's offset in it)
+def add_equivalent_modules(spec: "mujoco.MjSpec", robot) -> Equivalent:
+    """Add every module of ``robot.soft_modules`` to ``spec``. A module hung from another soft
+    module (``parent:``) hangs from that module's distal link at its distal face (half a piece
+    from its last joints along the link's axis, plus that joint's stretch), as the soft tree
+    hangs it from the parent's distal frame."""
+    out = Equivalent()
+    blocks = []
+    tips: dict = {}                 # module name -> (its distal link, the face's offset in it)
     roots = list(dict.fromkeys(s.root for s in robot.soft_modules))
     for root in roots:
         for s in (s for s in robot.soft_modules if s.root == root):
-            added.extend(_add_pad(spec, robot, s, tips))
-    return added
+            joints, names, P = _add_rod(spec, robot, s, tips)
+            out.joints += joints
+            out.names += names
+            blocks.append(P)
+    n_q, n_j = sum(P.shape[0] for P in blocks), sum(P.shape[1] for P in blocks)
+    out.to_coordinates = np.zeros((n_q, n_j))
+    i = j = 0
+    for P in blocks:
+        out.to_coordinates[i:i + P.shape[0], j:j + P.shape[1]] = P
+        i, j = i + P.shape[0], j + P.shape[1]
+    return out
 
 
-def _add_pad(spec, robot, s, tips: dict) -> list:
-    body = s.block["body"]
-    if body.get("type") != "cc" or s.joint["type"] != "fixed":
-        raise InputError(f"soft module '{s.name}': MuJoCo's equivalent model covers constant-curvature "
-                         "pads on a fixed joint", file=str(robot.manifest), field="soft_modules")
-    L, r, rho = float(body["length"]), float(body["radius"]), float(body["density"])
-    E, eta = float(body.get("youngs_modulus", 0.0)), float(body.get("damping_time", 0.0))
-    area, second = np.pi * r ** 2, np.pi * r ** 4 / 4
-    half = rho * area * L / 2
-    k_bend, k_axial = E * second / L, E * area / L
+def _pieces(kind: str, body: dict) -> int:
+    return {"cc": 1, "pcs": int(body.get("segments", 1)), "gvs": int(body.get("steps", BODY_FIELDS["gvs"]["steps"]))}[kind]
+
+
+def _add_rod(spec, robot, s, tips: dict):
+    block = s.block["body"]
+    kind = block.get("type")
+    rod = build_module(robot.soft_doc, s.where, s.block, None, s.joint).body
+    if not isinstance(rod, StrainRod) or s.joint["type"] != "fixed":
+        raise InputError(f"soft module '{s.name}': MuJoCo's equivalent model covers strain rods (cc, pcs, gvs) "
+                         "on a fixed joint", file=str(robot.manifest), field="soft_modules")
+    material = {**BODY_FIELDS[kind], **block}
+    L, r, rho = rod.length, rod.radius, float(material["density"])
+    E, nu, eta = float(material["youngs_modulus"]), float(material["poisson"]), float(material["damping_time"])
+    n = _pieces(kind, block)
+    piece = L / n
+    area, second, G = np.pi * r ** 2, np.pi * r ** 4 / 4, E / (2 * (1 + nu))
+    section = np.array([E * second, E * second, 2 * G * second, G * area, G * area, E * area])
+    # theta = B q: each piece's strain at its middle times its length, on the components used
+    Phi = [piece * np.asarray(rod.basis((j + 0.5) * piece), float).reshape(6, rod.nq) for j in range(n)]
+    comps = [c for c in range(6) if any(np.abs(P[c]).max() > 0 for P in Phi)]
+    rows = [(j, c) for j in range(n) for c in comps]
+    B = np.array([Phi[j][c] for j, c in rows])
+    if np.linalg.matrix_rank(B) < rod.nq:
+        raise InputError(f"soft module '{s.name}': its {n} pieces cannot carry the rod's {rod.nq} coordinates in "
+                         "MuJoCo's equivalent model (give the gvs rod more steps)", file=str(robot.manifest),
+                         field="soft_modules")
+    signed_identity = B.shape[0] == B.shape[1] and np.allclose(np.abs(B), np.abs(B).round()) and \
+        np.allclose(np.abs(B) @ np.abs(B).T, np.eye(len(B)))
+    if signed_identity:             # the joints are the coordinates (CC)
+        signs = B.sum(axis=1)
+        coordinate = np.abs(B).argmax(axis=1)
+        names = [f"{s.name}_q{k}" for k in coordinate]
+        P = np.zeros_like(B)
+        P[coordinate, np.arange(len(B))] = 1.0
+    else:
+        signs = np.ones(len(rows))
+        names = [f"{s.name}_p{j}_{STRAINS[c]}" for j, c in rows]
+        P = np.linalg.pinv(B)
+    link = _placed_root(spec, robot, s, tips)
+    lengths = [piece / 2] + [piece] * (n - 1) + [piece / 2]
+    bodies = [link]
+    _inertial(link, rho * area, r, lengths[0])
+    for j in range(n):
+        child = bodies[-1].add_body(name=f"{s.name}_tip" if j == n - 1 else f"{s.name}_link{j + 1}",
+                                    pos=[0, 0, lengths[j]])
+        _inertial(child, rho * area, r, lengths[j + 1])
+        for (jj, c), name, sign in zip(rows, names, signs):
+            if jj != j:
+                continue
+            axis = (sign * np.eye(3)[c % 3]).tolist()
+            stiff = section[c] / piece
+            child.add_joint(name=name, axis=axis, stiffness=stiff, damping=eta * stiff, springref=0.0,
+                            type=mujoco.mjtJoint.mjJNT_HINGE if c < 3 else mujoco.mjtJoint.mjJNT_SLIDE)
+        bodies.append(child)
+    tip = bodies[-1]
+    tips[s.name] = (tip, np.array([0.0, 0.0, lengths[-1]]))
+    # the contact sphere moves from the rigid foot to the tip of the module that carries the
+    # contact (same name: contact forces stay keyed by the foot)
+    foot = spec.geom(s.root) if s.has_contact else None
+    if foot is not None:
+        size, rgba, contype, conaff = list(foot.size), list(foot.rgba), foot.contype, foot.conaffinity
+        spec.delete(foot)
+        tip.add_geom(name=s.root, type=mujoco.mjtGeom.mjGEOM_SPHERE, size=size, pos=[0, 0, lengths[-1]],
+                     rgba=rgba, contype=contype, conaffinity=conaff)
+    tip.add_site(name=f"{s.name}_contact", pos=[0, 0, lengths[-1]])
+    return names, [f"{s.name}_q{k}" for k in range(rod.nq)], P
+
+
+def _placed_root(spec, robot, s, tips: dict):
+    """The rod's proximal link, fixed at its joint placement in the parent module's distal face
+    or in the site of its rigid frame."""
     P = pin.SE3(pin.rpy.rpyToMatrix(*s.joint.get("rpy", [0, 0, 0])), np.array(s.joint.get("xyz", [0, 0, 0]), float))
-    if s.parent is not None:        # the parent pad's distal face, then the module's joint placement
+    if s.parent is not None:
         parent, face = tips[s.parent]
         placed = pin.SE3(np.eye(3), face) * P
-    else:                           # the site's pose in its body, then the module's joint placement
+    else:
         site = spec.site(s.frame)
         if site is None:
             raise InputError(f"soft module '{s.name}': no site '{s.frame}' in the MJCF {robot.mjcf}",
@@ -71,36 +171,15 @@ def _add_pad(spec, robot, s, tips: dict) -> list:
         R_site = pin.Quaternion(site.quat[0], *site.quat[1:]).toRotationMatrix()
         placed = pin.SE3(R_site, np.array(site.pos, float)) * P
         parent = site.parent
-    root = parent.add_body(name=f"{s.name}_root", pos=placed.translation.tolist(), quat=_quat_wxyz(placed.rotation))
-    inertia = [half * (3 * r ** 2 + (L / 2) ** 2) / 12] * 2 + [half * r ** 2 / 2]
-    root.add_geom(type=mujoco.mjtGeom.mjGEOM_CAPSULE, size=[0.8 * r, L / 4, 0], pos=[0, 0, L / 4],
-                  contype=0, conaffinity=0, rgba=[0.2, 0.6, 0.9, 1], mass=0)
-    root.explicitinertial = True
-    root.mass, root.ipos, root.inertia = half, [0, 0, L / 4], inertia
-    tip = root.add_body(name=f"{s.name}_tip", pos=[0, 0, L / 2])
-    tip.explicitinertial = True
-    tip.mass, tip.ipos, tip.inertia = half, [0, 0, L / 4], inertia
-    planar, elong = bool(body.get("planar", False)), bool(body.get("elongation", False))
-    axes = [([0, -1, 0], "hinge")] if planar else [([1, 0, 0], "hinge"), ([0, 1, 0], "hinge")]
-    if elong:
-        axes.append(([0, 0, 1], "slide"))
-    names = []
-    for k, (axis, kind) in enumerate(axes):
-        stiff = k_axial if kind == "slide" else k_bend
-        name = f"{s.name}_q{k}"
-        tip.add_joint(name=name, axis=axis, stiffness=stiff, damping=eta * stiff, springref=0.0,
-                      type=mujoco.mjtJoint.mjJNT_SLIDE if kind == "slide" else mujoco.mjtJoint.mjJNT_HINGE)
-        names.append(name)
-    tip.add_geom(type=mujoco.mjtGeom.mjGEOM_CAPSULE, size=[0.8 * r, L / 4, 0], pos=[0, 0, L / 4],
-                 contype=0, conaffinity=0, rgba=[0.2, 0.6, 0.9, 1], mass=0)
-    tips[s.name] = (tip, np.array([0.0, 0.0, L / 2]))
-    # the contact sphere moves from the rigid foot to the tip of the pad that carries the
-    # contact (same name: contact forces stay keyed by the foot)
-    foot = spec.geom(s.root) if s.has_contact else None
-    if foot is not None:
-        size, rgba, contype, conaff = list(foot.size), list(foot.rgba), foot.contype, foot.conaffinity
-        spec.delete(foot)
-        tip.add_geom(name=s.root, type=mujoco.mjtGeom.mjGEOM_SPHERE, size=size, pos=[0, 0, L / 2],
-                     rgba=rgba, contype=contype, conaffinity=conaff)
-    tip.add_site(name=f"{s.name}_contact", pos=[0, 0, L / 2])
-    return names
+    x, y, z, w = pin.Quaternion(placed.rotation).coeffs()
+    return parent.add_body(name=f"{s.name}_root", pos=placed.translation.tolist(), quat=[w, x, y, z])
+
+
+def _inertial(body, mass_per_length: float, r: float, length: float) -> None:
+    """A solid cylinder of ``length`` along the body's z from its origin, and its drawing."""
+    m = mass_per_length * length
+    body.explicitinertial = True
+    body.mass, body.ipos = m, [0, 0, length / 2]
+    body.inertia = [m * (3 * r ** 2 + length ** 2) / 12] * 2 + [m * r ** 2 / 2]
+    body.add_geom(type=mujoco.mjtGeom.mjGEOM_CAPSULE, size=[0.8 * r, length / 2, 0], pos=[0, 0, length / 2],
+                  contype=0, conaffinity=0, rgba=BLUE, mass=0)
