@@ -54,6 +54,9 @@ def add_arguments(parser) -> None:
                         help=f"Simulation 1 tracking horizon, s (default {helicoid.HORIZON}, the paper's)")
     parser.add_argument("--sim1-equilibria", type=int, default=helicoid.SAMPLES,
                         help=f"Simulation 1 equilibria sampled over one period (default {helicoid.SAMPLES})")
+    parser.add_argument("--sim2-chamber", choices=("volume", "surfaces"), default="volume",
+                        help="Simulation 2's pressure: through the chamber's dV/dq (default), or its top on the "
+                             "stretch and its lateral wall on the source (soft/actuation.py)")
     parser.add_argument("--json", action="store_true", help="print JSON")
 
 
@@ -139,10 +142,10 @@ def sim1(duration: float, equilibria: int, out: Path) -> dict:
             "choices": [" ".join(item.split()) for item in helicoid.__doc__.split("\n- ")[1:]]}
 
 
-def sim2(out: Path) -> dict:
+def sim2(out: Path, reading: str = "volume") -> dict:
     """Simulation 2: the three phases; its figures and plot."""
     start = time.perf_counter()
-    r = hybrid_arm.run()
+    r = hybrid_arm.run(reading=reading)
     run_s = time.perf_counter() - start
     t, q, u = r["t"], np.array(r["q"]), r["u"]
     rod = q[:, 6:9]
@@ -176,14 +179,15 @@ def sim2(out: Path) -> dict:
     return {"run_s": run_s, "arm_max_error_rad": float(np.abs(q[:, :6] - r["arm_ref"]).max()),
             "rod_end": rod[-1].tolist(), "rod_error_end": float(np.abs(rod[-1] - hybrid_arm.ROD_FINAL).max()),
             "max_tension_N": float(np.abs(u[:, 6:9]).max()), "volume_change_end_m3": float(r["volume"][-1]),
-            "gripper_end": q[-1, 9:].tolist(), "plot": str(path),
+            "gripper_end": q[-1, 9:].tolist(), "chamber_reading": reading, "plot": str(path),
             "choices": [" ".join(item.split()) for item in hybrid_arm.__doc__.split("\n- ")[1:]]}
 
 
 def _print_sim2(r: dict) -> None:
     print(f"Sim 2: {r['run_s']:.0f} s; arm max |q - q_ref| {r['arm_max_error_rad']:.1e} rad; rod at 6 s "
           f"{[round(x, 4) for x in r['rod_end']]} (max error to q_f {r['rod_error_end']:.1e}); max tension "
-          f"{r['max_tension_N']:.1f} N; chamber volume change {r['volume_change_end_m3']:.2e} m^3; plot: {r['plot']}")
+          f"{r['max_tension_N']:.1f} N; chamber ({r['chamber_reading']}) volume change {r['volume_change_end_m3']:.2e} "
+          f"m^3, gripper stretch {1e6 * r['gripper_end'][0]:.1f} um; plot: {r['plot']}")
 
 
 def _print_sim1(r: dict) -> None:
@@ -231,7 +235,7 @@ def run(args) -> int:
     out.mkdir(parents=True, exist_ok=True)
     results = {}
     for name, simulate, show in (("1", lambda: sim1(args.sim1_duration, args.sim1_equilibria, out), _print_sim1),
-                                 ("2", lambda: sim2(out), _print_sim2), ("3", lambda: sim3(args, out), _print_sim3)):
+                                 ("2", lambda: sim2(out, args.sim2_chamber), _print_sim2), ("3", lambda: sim3(args, out), _print_sim3)):
         if name in sims:
             results[f"sim{name}"] = simulate()
             (out / f"paper002_sim{name}.json").write_text(json.dumps(results[f"sim{name}"], indent=2))

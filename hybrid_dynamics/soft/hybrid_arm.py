@@ -24,6 +24,10 @@ paper leaves out (also in the reproduction's JSON):
   neo-Hookean C, damping ``eta K(q) qdot``; its chamber: the cavity the source primitive opens
   on the axis, bounded in our model by the material cylinder of radius 4 mm (any radius inside
   the body gives the same change of volume) over the whole body, and closed by a flat top;
+  the pressure acts through ``dV/dq`` (its work on the chamber's walls), or with
+  ``reading="surfaces"`` (``reproduce paper002 --sim2-chamber surfaces``) through the
+  chamber's top on the stretch and its lateral wall on the source (soft/actuation.py), where
+  the chamber's radius sets the top's area;
 - phase (ii) gains, which the paper does not give: K_P = diag(2 N m, 2 N m, 2000 N/m),
   K_D = diag(0.2 N m s, 0.2 N m s, 40 N s/m) (the bending stiffness E I / L of the rod is
   0.42 N m/rad, its axial E A / L 4.2 kN/m);
@@ -67,9 +71,11 @@ ROD_KP, ROD_KD = np.array([2.0, 2.0, 2000.0]), np.array([0.2, 0.2, 40.0])
 PRESSURE = 2.0e6
 
 
-def hybrid_arm() -> Tuple[SoftTree, Actuation]:
+def hybrid_arm(reading: str = "volume") -> Tuple[SoftTree, Actuation]:
     """The eight-body tree (arm joints first, then rod, then gripper) and its actuation
-    (three tendons, one chamber)."""
+    (three tendons, one chamber whose pressure acts through ``reading``: ``volume``, its
+    ``dV/dq``, or ``surfaces``, the chamber's top on the stretch and its lateral wall on the
+    source, soft/actuation.py)."""
     model = pin.buildModelFromUrdf(str(example_robot_data_dir() / ARM_URDF))
     modules = modules_from_pinocchio(model)
     tool = model.frames[model.getFrameId("tool0")].placement
@@ -85,7 +91,7 @@ def hybrid_arm() -> Tuple[SoftTree, Actuation]:
     tendons = [Tendon(f"tendon{k}", tuple(("rod", (TENDON_OFFSET * np.cos(a), TENDON_OFFSET * np.sin(a), s))
                                           for s in np.linspace(0.0, ROD_LENGTH, TENDON_VIA)))
                for k, a in enumerate(angles)]
-    chamber = Chamber("chamber", "gripper", CHAMBER_RADIUS, 0.0, GRIPPER_LENGTH)
+    chamber = Chamber("chamber", "gripper", CHAMBER_RADIUS, 0.0, GRIPPER_LENGTH, reading=reading)
     return tree, Actuation(tree, tendons, [chamber])
 
 
@@ -166,10 +172,10 @@ def stiff_jacobian(tree: SoftTree, actuation: Actuation, control: ThreePhaseCont
     return jacobian
 
 
-def run(phases=PHASES, samples: int = 121) -> Dict[str, np.ndarray]:
+def run(phases=PHASES, samples: int = 121, reading: str = "volume") -> Dict[str, np.ndarray]:
     """The closed loop over the three phases (``phases``: their end times; shorter ones scale
-    the arm's cubic in time)."""
-    tree, act = hybrid_arm()
+    the arm's cubic in time; ``reading``: the chamber's, :func:`hybrid_arm`)."""
+    tree, act = hybrid_arm(reading)
     control = ThreePhaseController(tree, act, phases)
     free = list(range(6, tree.nq))
     q0 = Statics(tree, free).solve(np.zeros(tree.nq))

@@ -14,6 +14,7 @@ before anything is built (an :class:`InputError` names the file, line, module an
         points: [[shank_pad, [0.008, 0, 0]], [shank_pad, [0.008, 0, 0.05]]]   # [module, x]
     chambers:                            # optional: pressure chambers (lvp, modal, map bodies)
       - {name: cavity, module: gripper, radius: 0.005, start: 0.0, end: 0.05}
+        # reading: volume (default, p dV/dq) or surfaces (lvp: top on stretch, wall on source)
 
 Joint types: fixed, revolute, prismatic (axis), axes (list of [revolute|prismatic, axis], at
 most 6), free_flyer. Body types and their fields are in model/soft_fields.py (BODY_FIELDS); an optional
@@ -32,7 +33,7 @@ from hybrid_dynamics.errors import InputError
 from hybrid_dynamics.model.soft_fields import body_params, finite_triple, joint_fields
 from hybrid_dynamics.model.yamlio import YamlDocument, load_yaml
 from hybrid_dynamics.soft import bodies as B
-from hybrid_dynamics.soft.actuation import Actuation, Chamber, Tendon
+from hybrid_dynamics.soft.actuation import READINGS, Actuation, Chamber, Tendon
 from hybrid_dynamics.soft.joints import AxesJoint, FixedJoint, FreeFlyerJoint, Joint, Placement
 from hybrid_dynamics.soft.lvp import PRIMITIVES, LVPBody
 from hybrid_dynamics.soft.module import Module, check_distal_face
@@ -129,7 +130,7 @@ def _tendons(doc: YamlDocument, names: set) -> List[Tendon]:
 def _chambers(doc: YamlDocument, names: set) -> List[Chamber]:
     out = []
     for i, spec, name in _entries(doc, "chambers", "chamber", {"module", "radius", "start", "end", "n_angular",
-                                                              "n_axial"}):
+                                                              "n_axial", "reading"}):
         if spec.get("module") not in names:
             raise doc.error(f"chamber '{name}': module {spec.get('module')!r} is not a declared module",
                             "chambers", i, "module")
@@ -141,8 +142,11 @@ def _chambers(doc: YamlDocument, names: set) -> List[Chamber]:
                                 f"got {value!r}", "chambers", i, key)
         if spec["end"] <= spec["start"]:
             raise doc.error(f"chamber '{name}': end must be greater than start", "chambers", i, "end")
+        if spec.get("reading", "volume") not in READINGS:
+            raise doc.error(f"chamber '{name}': reading must be one of {list(READINGS)} (got {spec['reading']!r})",
+                            "chambers", i, "reading")
         out.append(Chamber(name, spec["module"], float(spec["radius"]), float(spec["start"]), float(spec["end"]),
-                           int(spec.get("n_angular", 16)), int(spec.get("n_axial", 8))))
+                           int(spec.get("n_angular", 16)), int(spec.get("n_axial", 8)), spec.get("reading", "volume")))
     return out
 
 

@@ -115,6 +115,30 @@ def test_chamber_matrix_equals_differences_of_the_closed_form_volume():
         assert np.allclose(A, dV, rtol=1e-6, atol=0), (A, dV)
 
 
+def test_surfaces_reading_puts_the_top_on_the_stretch_and_the_wall_on_the_source():
+    """[Pustina 2024, Sec. 7.2]'s pressure "projected ... using the top and lateral surface
+    area", read per primitive: the stretch coordinate takes the pressure's work on the chamber's
+    top, its deformed area ``pi r^2 / (1 + u'(L))`` (the stretch scales sections by
+    ``1 / sqrt(1 + u')``, u'(L) = 2 q10 / L; the source keeps each section's area), the source
+    coordinate its work on the lateral wall, which is all of ``dV/dq11`` (the caps' points move
+    in their planes). The volume reading's stretch column is zero at rest: the LVP stretch keeps
+    the chamber's volume."""
+    tree = gripper_tree()
+    act = Actuation(tree, chambers=[Chamber("cavity", "gripper", 0.004, 0.0, 0.06, reading="surfaces")])
+    volume = Actuation(tree, chambers=[Chamber("cavity", "gripper", 0.004, 0.0, 0.06)])
+    rng = np.random.default_rng(7)
+    for _ in range(4):
+        q = np.array([rng.uniform(-0.004, 0.004), rng.uniform(0.0, 4e-5)])
+        top = math.pi * 0.004 ** 2 / (1 + 2 * q[0] / 0.06)
+        wall = math.pi * (0.06 + q[0]) ** 3 / (3 * 0.06 ** 2)
+        assert np.allclose(act.matrix(q)[:, 0], [top, wall], rtol=1e-7, atol=0), (act.matrix(q)[:, 0], top, wall)
+    assert abs(volume.matrix(np.zeros(2))[0, 0]) < 1e-9 * math.pi * 0.004 ** 2
+    link = B.ModalBody(0.3, 0.02, 1070.0, 1, 1e6, 0.0)            # a map symbolic in x, but no primitives
+    with pytest.raises(ValueError, match="surfaces reading takes the primitives"):
+        Actuation(SoftTree([Module("link", FixedJoint(), link)]),
+                  chambers=[Chamber("c", "link", 0.004, 0.0, 0.3, reading="surfaces")])
+
+
 VALID = {
     "modules": [{"name": "rod", "body": {"type": "cc", "length": 0.3, "radius": 0.02, "density": 1070,
                                          "elongation": True, "youngs_modulus": 1.0e6, "n_axial": 4}},
@@ -157,6 +181,7 @@ BAD = [
     (("chambers", 0, "start"), math.nan, "cavity", "chambers.start"),
     (("chambers", 0, "module"), "rod", "rod", "chambers"),
     (("chambers", 0, "name"), "t0", "t0", "chambers.name"),
+    (("chambers", 0, "reading"), "surface", "cavity", "chambers.reading"),
 ]
 
 
