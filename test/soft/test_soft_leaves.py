@@ -210,7 +210,7 @@ def test_contact_points_equal_the_whole_robot_recursions_material_points(tmp_pat
             assert np.abs(J[row:row + 3, robot.nv + cols.start:robot.nv + cols.stop]).max() > 1e-3
 
 
-@pytest.mark.parametrize("name", ["jethexa_soft", "jethexa_shank"])
+@pytest.mark.parametrize("name", ["jethexa_soft", "jethexa_shank", "jethexa_cosserat"])
 def test_shipped_pads_rest_at_the_rigid_feet(name):
     robot = load_robot(name)
     leaves = SoftLeaves(robot)

@@ -29,10 +29,11 @@ from hybrid_dynamics.soft.kinematics import MaterialPoints
 from test_soft_leaves import whole_tree
 
 
-@pytest.fixture(scope="module", params=["jethexa_soft", "jethexa_shank"])
+@pytest.fixture(scope="module", params=["jethexa_soft", "jethexa_shank", "jethexa_cosserat"])
 def setup(request):
-    """jethexa_soft (a pad on each tibia) and jethexa_shank (a compliant shank on each tibia
-    carrying a pad: the contact on the second soft module of a chain)."""
+    """jethexa_soft (a pad on each tibia), jethexa_shank (a compliant shank on each tibia
+    carrying a pad: the contact on the second soft module of a chain) and jethexa_cosserat (the
+    shank a piecewise-constant-strain Cosserat rod of two segments)."""
     robot = load_robot(request.param)
     ref = whole_tree(robot)
     points = MaterialPoints(ref, [(s.name, s.contact) for s in robot.soft_modules if s.has_contact])
