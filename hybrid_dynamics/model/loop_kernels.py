@@ -439,6 +439,7 @@ def complete(oMi, inter, Hab, S, MAB, kr, ar, J, iu, ia, v_a, d_a, rows, cols, f
     the same arithmetic as :func:`closure_terms` then :func:`factor_and_solve` with
     ``W = [-v_a, d_a]`` and ``extra = e_l``. Returns (rcond, max |e_l|); rcond 0: singular,
     ``X`` not written."""
+    # positions only: the dJ, v and drift arguments are not read without the velocity
     closure_terms(oMi, inter, Hab, S, MAB, kr, ar, J, J, e, False, e, JT, e)
     m, n_act = e.shape[0], ia.shape[0]
     residual = 0.0
