@@ -287,3 +287,33 @@ def test_measurement_offset_and_finiteness_equal_numpy(biped, walk):
         x = th.copy()
         x[-1] = bad
         assert not ps._finite(x) and not np.isfinite(x).all()
+
+
+def test_block_layout_of_a_robot_with_angular_cut_rows():
+    """The vendored Digit-like legs ('6d' cuts: the numpy terms, not the compiled ones) take the
+    block LU too (4 blocks of its 36 x 36 J_lu): at random poses (loops open) the blocks hold
+    every non-zero of J_lu, and the solve and rcond are LAPACK's dgetrs and dgecon (1e-10,
+    1e-12)."""
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        robot = load_robot(str(DATA / "digit_like_2legs" / "robot.yaml"))
+    kin = LoopClosureKinematics(robot)
+    assert not kin.compiled and kin._svd_rank is None
+    rows, cols, first, end, pos = kin._blocks
+    assert len(np.unique(first)) == 4
+    block = np.zeros((kin.m, kin.n_pas), dtype=bool)
+    for p in range(kin.m):
+        block[rows[p], cols[first[p]:end[p]]] = True
+    rng = np.random.default_rng(17)
+    m = robot.model
+    for _ in range(4):
+        q = pin.integrate(m, kin.q_ref, 0.2 * rng.standard_normal(m.nv))
+        e, JT, drift = kin._evaluate(q, rng.standard_normal(m.nv))
+        Jlu = np.asfortranarray(JT[kin.iu].T)
+        assert not Jlu[~block].any() and Jlu[block].any()
+        W = rng.standard_normal((kin.n_act, 3))
+        fac, X = kin.factor_solve(JT, W, np.c_[e, drift])
+        lu0, piv0, _ = lapack.dgetrf(Jlu)
+        close(X, lapack.dgetrs(lu0, piv0, np.hstack([JT[kin.ia].T @ W, np.c_[e, drift]]))[0], 1e-10)
+        assert abs(fac.rcond - lapack.dgecon(lu0, lapack.dlange("1", Jlu), "1")[0]) <= 1e-12 * fac.rcond
