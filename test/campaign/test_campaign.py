@@ -459,3 +459,19 @@ def test_a_landing_leg_is_not_convicted_on_a_falls_short_evidence(tmp_path):
     assert [d.describe() for d in sim.detector.detections] == ["leg6 lost"]
     assert row["outcome"] == "walked", row
 
+
+
+@pytest.mark.parametrize("declared", [True, False])
+def test_a_body_inside_its_measured_feet_is_not_taken_for_falling(tmp_path, declared):
+    """Legs 2, 3 and 5 lost (jethexa_tripod): feet 1 and 4 land after the loss, and foot 1, the
+    body falling onto it, touches the floor 6 cm from its landing target (undeclared: the
+    estimate's feet at 0.1 s). The falling check counted it at its target: the capture point
+    was judged outside the feet while the CoM stood 2-4 cm inside the measured ones, and the
+    body sat down free to tilt onto its edge (undeclared: the edge at 0.28 m/s, tilt 22.6 deg,
+    fell; declared: a landing at 0.08 m/s). Counted where the estimate measures it, the robot
+    stands on its three feet: nothing but the feet touches the floor (MuJoCo's contacts), the
+    body is never taken for falling, its tilt stays under 10 deg."""
+    sim, row = measured("jethexa_tripod", "leg2+leg3+leg5", declared, tmp_path)
+    assert sim.pipeline.gait.planner.sitting is None, row
+    assert sim.plant.body_touch is None and row["max_tilt_deg"] < 10.0, row
+    assert row["outcome"] == "stood" and row["stopped"] == "completed", row

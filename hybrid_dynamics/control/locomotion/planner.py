@@ -738,9 +738,13 @@ class LocomotionPlanner:
     def _falling(self, t: float) -> bool:
         """The measured CoM more than ``fall_drop`` below its reference height, sinking faster
         than ``fall_sink``, and its capture point outside the polygon of the walking feet that
-        are down or landing (a landing foot at its target): no force of those feet can stop
-        the CoM over them, and the body is coming down (after a pair of legs lost while the
-        other tripod swung, campaign). The capture point of the linear inverted pendulum at
+        are down or landing (a landing foot at its target, a foot down where the estimate
+        measures it): no force of those feet can stop the CoM over them, and the body is
+        coming down (after a pair of legs lost while the other tripod swung, campaign). A foot
+        down is not always where it was sent: a foot landing after a loss touches the floor on
+        its way when the body falls onto it (legs 2+3+5 lost, hidden: foot 1 down 6 cm from
+        its target; counted there, the capture point was judged outside while the CoM stood
+        2-4 cm inside the measured feet, and the body sat down onto its edge, campaign). The capture point of the linear inverted pendulum at
         the CoM's height ``h`` above the ground: ``x_cp = x + v / omega``, ``omega = sqrt(g / h)``.
         A body that dips with its capture point inside (a leg lost, the others catch it) is
         not falling."""
@@ -755,7 +759,8 @@ class LocomotionPlanner:
             if frame in self.landing:
                 support.append(self.landing[frame][1][:2])
             elif self.scheduler.phase(t, leg).stance:
-                support.append(self.feet_pos[frame][:2])
+                measured = None if self.feet_measured is None else self.feet_measured.get(frame)
+                support.append(np.asarray(self.feet_pos[frame] if measured is None else measured, float)[:2])
         return _margin(self._capture_point(com, v), support) < 0.0
 
     def _capture_point(self, com: np.ndarray, v: np.ndarray) -> np.ndarray:
