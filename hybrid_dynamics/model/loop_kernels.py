@@ -23,7 +23,7 @@ microsecond or more of dispatch for a few hundred flops. Here:
 
 Blocks: a loop's rows of J_lu touch only the passive joints of its own chains, so J_lu of a
 robot with several independent linkages is block diagonal up to a permutation of its rows and
-columns (hybrid_biped: 32 x 32 in 14 blocks of at most 6; found once per robot from the
+columns (hybrid_biped: 32 x 32 in 8 blocks of 2 or 6 rows; found once per robot from the
 chains, :meth:`~hybrid_dynamics.model.loop_kinematics.LoopKinematics.lu_blocks`). Partial
 pivoting on the dense matrix never leaves a column's block (every other row holds an exact 0
 there) and an elimination step changes only its block's rows and columns, so factoring block
