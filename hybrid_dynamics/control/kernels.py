@@ -351,8 +351,11 @@ def contact_frames(oMi, joints, placement, support, J, dJ, v, cols, J6, drift, R
 
 
 # Its compiled entry point, without the dispatcher's type resolution of the 12 arguments (about
-# 0.5 us a cycle); its unboxing still refuses an array of another dtype, dimension or
-# writability with a TypeError, as the dispatcher does (test/control/test_contact_frames.py).
+# 0.5 us a cycle). The entry point does not check types as the dispatcher does: a float32 array
+# is refused with a TypeError (test/control/test_contact_frames.py), but other mismatches are
+# not guaranteed to be (an int64 or 2-D array given to another kernel's entry point was read
+# as float64 bytes, or crashed). Only the model update calls it, with arrays it made itself
+# with the signature's types.
 CONTACT_FRAMES = contact_frames.overloads[contact_frames.signatures[0]].entry_point
 
 

@@ -364,6 +364,17 @@ def lu_solve_blocks(LU, piv, B, trans, rows, cols, first, end):
             B[back[p], c] = T[p, c]
 
 
+@njit(cache=True)
+def _factor_lu(JT, iu, rows, cols, first, end, pos, LU, piv):
+    """J_lu = J_l[:, iu] gathered from J_l^T (``JT``) into its block layout ``LU`` (block
+    position p holds row ``rows[p]`` and column ``cols[p]``) and factored in place; returns
+    the reciprocal condition number (0: singular)."""
+    for r in range(LU.shape[0]):
+        for c in range(first[r], end[r]):
+            LU[r, c] = JT[iu[cols[c]], rows[r]]
+    return _factor_blocks(LU, piv, first, end, pos)
+
+
 @njit(float64(F2, I1, I1, F2, F2, I1, I1, I1, I1, I1, C2, P1, C2), cache=True)
 def factor_and_solve(JT, iu, ia, W, extra, rows, cols, first, end, pos, LU, piv, X):
     """J_lu = J_l[:, iu] factored into ``LU``, ``piv`` and, unless it is singular,
@@ -372,10 +383,7 @@ def factor_and_solve(JT, iu, ia, W, extra, rows, cols, first, end, pos, LU, piv,
     block layout (the module doc): block position p holds row ``rows[p]`` and column
     ``cols[p]`` of J_lu, ``pos`` the position of each column; ``LU`` holds the blocks only."""
     m, k, p = JT.shape[1], W.shape[1], extra.shape[1]
-    for r in range(m):
-        for c in range(first[r], end[r]):
-            LU[r, c] = JT[iu[cols[c]], rows[r]]
-    rcond = _factor_blocks(LU, piv, first, end, pos)
+    rcond = _factor_lu(JT, iu, rows, cols, first, end, pos, LU, piv)
     if rcond == 0.0:
         return 0.0
     B = np.empty((m, k + p))
@@ -409,10 +417,7 @@ def project(oMi, inter, Hab, S, MAB, kr, ar, J, dJ, v, iu, ia, rows, cols, first
     closure_terms(oMi, inter, Hab, S, MAB, kr, ar, J, dJ, v, True, e, JT, drift)
     m, n_act = e.shape[0], ia.shape[0]
     nb = G.shape[1] - n_act
-    for r in range(m):
-        for c in range(first[r], end[r]):
-            LU[r, c] = JT[iu[cols[c]], rows[r]]
-    rcond = _factor_blocks(LU, piv, first, end, pos)
+    rcond = _factor_lu(JT, iu, rows, cols, first, end, pos, LU, piv)
     if rcond == 0.0:
         return 0.0
     for r in range(m):
@@ -446,9 +451,7 @@ def complete(oMi, inter, Hab, S, MAB, kr, ar, J, iu, ia, v_a, d_a, rows, cols, f
     for r in range(m):
         if residual == residual and not abs(e[r]) <= residual:    # a NaN stays, as in np.abs(e).max()
             residual = abs(e[r])
-        for c in range(first[r], end[r]):
-            LU[r, c] = JT[iu[cols[c]], rows[r]]
-    rcond = _factor_blocks(LU, piv, first, end, pos)
+    rcond = _factor_lu(JT, iu, rows, cols, first, end, pos, LU, piv)
     if rcond == 0.0:
         return 0.0, residual
     for r in range(m):

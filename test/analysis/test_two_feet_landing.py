@@ -22,6 +22,22 @@ def box_robot(e=0.15, max_force=80.0):
                        friction=0.8, max_force=max_force)
 
 
+def standing_with_legs_lost(robot, lost):
+    """Pinocchio's damaged model standing level on the robot's standing joints with ``lost``
+    removed: its map, data (centroidal inertia and frames computed) and CoM."""
+    morph = Morphology.healthy(robot)
+    for leg in lost:
+        morph = morph.remove_leg(leg)
+    mmap = MorphologyMap(robot, morph)
+    data = mmap.model.createData()
+    q = mmap.expand_q(mmap.reduce_q(robot.q_stand))
+    q[3:7] = (0, 0, 0, 1)
+    com = pin.centerOfMass(mmap.model, data, q)
+    pin.ccrba(mmap.model, data, q, np.zeros(mmap.model.nv))
+    pin.framesForwardKinematics(mmap.model, data, q)
+    return mmap, data, com
+
+
 def test_the_planar_dynamics_follow_closed_form_motions():
     """No force: a free fall, no turn. A constant vertical force F at the foot line, the CoM
     ``e`` from it: the CoM's height ``z0 + (F/m - g) t^2 / 2`` and, the CoM's distance to the
@@ -49,16 +65,7 @@ def test_the_jethexa_with_its_rear_feet_left_against_pinocchio():
     joints at 3.4 N m allow, every leg able to carry the weight)."""
     robot = load_robot("jethexa")
     model = planar_robot(robot, ["leg5", "leg6"])
-    morph = Morphology.healthy(robot)
-    for leg in ("leg1", "leg2", "leg3", "leg4"):
-        morph = morph.remove_leg(leg)
-    mmap = MorphologyMap(robot, morph)
-    data = mmap.model.createData()
-    q = mmap.expand_q(mmap.reduce_q(robot.q_stand))
-    q[3:7] = (0, 0, 0, 1)
-    com = pin.centerOfMass(mmap.model, data, q)
-    pin.ccrba(mmap.model, data, q, np.zeros(mmap.model.nv))
-    pin.framesForwardKinematics(mmap.model, data, q)
+    mmap, data, com = standing_with_legs_lost(robot, ("leg1", "leg2", "leg3", "leg4"))
     foot = data.oMf[mmap.model.getFrameId("leg5_foot")].translation
     assert model.mass == pytest.approx(pin.computeTotalMass(mmap.model), rel=1e-12)
     assert model.e == pytest.approx(com[0] - foot[0], abs=1e-9)            # the rear feet's line is lateral
@@ -153,16 +160,7 @@ def test_three_jethexa_feet_around_which_the_com_is_not():
     from scipy.spatial import ConvexHull
     robot = load_robot("jethexa")
     model = planar_robot(robot, ["leg1", "leg2", "leg4"])
-    morph = Morphology.healthy(robot)
-    for leg in ("leg3", "leg5", "leg6"):
-        morph = morph.remove_leg(leg)
-    mmap = MorphologyMap(robot, morph)
-    data = mmap.model.createData()
-    q = mmap.expand_q(mmap.reduce_q(robot.q_stand))
-    q[3:7] = (0, 0, 0, 1)
-    com = pin.centerOfMass(mmap.model, data, q)
-    pin.ccrba(mmap.model, data, q, np.zeros(mmap.model.nv))
-    pin.framesForwardKinematics(mmap.model, data, q)
+    mmap, data, com = standing_with_legs_lost(robot, ("leg3", "leg5", "leg6"))
     feet = {leg: data.oMf[mmap.model.getFrameId(f"{leg}_foot")].translation for leg in ("leg1", "leg2", "leg4")}
     hull = ConvexHull(np.array([p[:2] for p in feet.values()]))
     outside = hull.equations[:, :2] @ com[:2] + hull.equations[:, 2]          # > 0: outside that facet
