@@ -375,6 +375,25 @@ def _factor_lu(JT, iu, rows, cols, first, end, pos, LU, piv):
     return _factor_blocks(LU, piv, first, end, pos)
 
 
+@njit(cache=True)
+def _solve_factored(JT, ia, W, rows, cols, first, end, LU, piv, B, X):
+    """``X = J_lu^-1 B`` from J_lu's factors in its block layout (:func:`_factor_lu`), the
+    first ``k = W.shape[1]`` columns of ``B`` set here to ``J_la W`` (J_la = J_l[:, ia], from
+    J_l^T ``JT``), its others given, in block order; X's rows in J_lu's column order."""
+    m, k = B.shape[0], W.shape[1]
+    for r in range(m):
+        row = rows[r]
+        for j in range(k):
+            s = 0.0
+            for a in range(ia.shape[0]):
+                s += JT[ia[a], row] * W[a, j]
+            B[r, j] = s
+    _solve_blocks(LU, piv, B, False, first, end)
+    for r in range(m):
+        for j in range(B.shape[1]):
+            X[cols[r], j] = B[r, j]
+
+
 @njit(float64(F2, I1, I1, F2, F2, I1, I1, I1, I1, I1, C2, P1, C2), cache=True)
 def factor_and_solve(JT, iu, ia, W, extra, rows, cols, first, end, pos, LU, piv, X):
     """J_lu = J_l[:, iu] factored into ``LU``, ``piv`` and, unless it is singular,
@@ -388,18 +407,9 @@ def factor_and_solve(JT, iu, ia, W, extra, rows, cols, first, end, pos, LU, piv,
         return 0.0
     B = np.empty((m, k + p))
     for r in range(m):
-        row = rows[r]
-        for j in range(k):
-            s = 0.0
-            for a in range(ia.shape[0]):
-                s += JT[ia[a], row] * W[a, j]
-            B[r, j] = s
         for j in range(p):
-            B[r, k + j] = extra[row, j]
-    _solve_blocks(LU, piv, B, False, first, end)
-    for r in range(m):
-        for j in range(k + p):
-            X[cols[r], j] = B[r, j]
+            B[r, k + j] = extra[rows[r], j]
+    _solve_factored(JT, ia, W, rows, cols, first, end, LU, piv, B, X)
     return rcond
 
 
@@ -454,20 +464,13 @@ def complete(oMi, inter, Hab, S, MAB, kr, ar, J, iu, ia, v_a, d_a, rows, cols, f
     rcond = _factor_lu(JT, iu, rows, cols, first, end, pos, LU, piv)
     if rcond == 0.0:
         return 0.0, residual
+    W = np.empty((n_act, 2))
+    for a in range(n_act):
+        W[a, 0] = -v_a[a]
+        W[a, 1] = d_a[a]
     for r in range(m):
-        row = rows[r]
-        s0 = 0.0
-        s1 = 0.0
-        for a in range(n_act):
-            s0 += JT[ia[a], row] * -v_a[a]
-            s1 += JT[ia[a], row] * d_a[a]
-        B[r, 0] = s0
-        B[r, 1] = s1
-        B[r, 2] = e[row]
-    _solve_blocks(LU, piv, B, False, first, end)
-    for r in range(m):
-        for j in range(3):
-            X[cols[r], j] = B[r, j]
+        B[r, 2] = e[rows[r]]
+    _solve_factored(JT, ia, W, rows, cols, first, end, LU, piv, B, X)
     return rcond, residual
 
 
