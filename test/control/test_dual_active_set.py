@@ -148,3 +148,62 @@ def test_an_equal_hessian_reuses_its_factor():
     x3, status = run(H2, g2)
     assert status == das.SOLVED and np.array_equal(x3, solve(H2, g2, A, b, C, l, u)[0])
     assert np.array_equal(np.tril(H_last), np.tril(H2))
+
+
+def test_each_changed_diagonal_block_is_factored_alone():
+    """A block-diagonal Hessian (the whole-body QP's: accelerations, forces) is factored block
+    by block: the kept L^-1 equals numpy's inverse Cholesky factor of the whole (1e-12), a
+    solve whose Hessian changed in one block factors that block only (the other blocks' kept
+    factors, spoiled here, are still the spoiled ones), and a block that is not positive
+    definite raises and is never reused afterwards."""
+    rng = np.random.default_rng(7)
+    _, g, A, b, C, l, u = random_qp(rng, 14, 3, 12)
+    n = len(g)
+    blocks = [(0, 5), (5, 6), (6, 14)]
+
+    def block_diagonal(rng):
+        H = np.zeros((n, n))
+        for a, e in blocks:
+            M = rng.standard_normal((e - a, e - a))
+            H[a:e, a:e] = M @ M.T + 1e-3 * np.eye(e - a)
+        return H
+
+    H = block_diagonal(rng)
+    H_last, Jt_last = np.full((n, n), np.nan), np.zeros((n, n))
+
+    def run(H):
+        x, sides = np.empty(n), np.zeros(n, np.intp)
+        status = das.solve(H, g, A, b, C, l, u, NO_WARM, 1000, 1e-9, x, sides, H_last, Jt_last)[1]
+        assert status == das.SOLVED
+        return x
+
+    def inverse_factor(H):
+        return np.linalg.inv(np.linalg.cholesky(H))
+
+    x1 = run(H)
+    Linv = inverse_factor(H)
+    assert np.abs(Jt_last - Linv).max() <= 1e-12 * np.abs(Linv).max()
+    assert np.abs(x1 - solve(H, g, A, b, C, l, u)[0]).max() <= 1e-12 * np.abs(x1).max()
+    spoiled = 2.0 * np.eye(5)
+    Jt_last[:5, :5] = spoiled                   # the first block's kept factor, spoiled
+    H2 = H.copy()
+    H2[6:, 6:] += np.eye(8)                     # only the last block changes
+    run(H2)
+    assert np.array_equal(Jt_last[:5, :5], spoiled)                 # kept: not factored again
+    Linv2 = inverse_factor(H2)
+    assert np.abs(Jt_last[5:, 5:] - Linv2[5:, 5:]).max() <= 1e-12 * np.abs(Linv2).max()
+    assert np.array_equal(np.tril(H_last), np.tril(H2))
+    H3 = H2.copy()
+    H3[0, 0] += 1.0                             # the first block changes: factored again
+    x3 = run(H3)
+    Linv3 = inverse_factor(H3)
+    assert np.abs(Jt_last - Linv3).max() <= 1e-12 * np.abs(Linv3).max()
+    assert np.abs(x3 - solve(H3, g, A, b, C, l, u)[0]).max() <= 1e-12 * np.abs(x3).max()
+    bad = H3.copy()
+    bad[6:, 6:] -= 1e3 * np.eye(8)              # the last block indefinite
+    with pytest.raises(np.linalg.LinAlgError):
+        run(bad)
+    assert np.isnan(H_last[6:]).all()
+    x4 = run(H3)                                # its factor is made again, not taken
+    assert np.abs(Jt_last - Linv3).max() <= 1e-12 * np.abs(Linv3).max()
+    assert np.abs(x4 - x3).max() <= 1e-12 * np.abs(x3).max()

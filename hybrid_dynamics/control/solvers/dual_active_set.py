@@ -221,12 +221,57 @@ def _most_violated(C, l, u, x, is_active, tol):
 
 
 @njit(cache=True)
-def _same_lower(H, H_last):
-    """Whether the lower triangles (what the factorisation reads) are equal (NaN never is)."""
-    for i in range(H.shape[0]):
+def _same_rows(H, H_last, a, b):
+    """Whether rows ``a`` to ``b - 1`` of the lower triangles (what the factorisation reads)
+    are equal (NaN never is)."""
+    for i in range(a, b):
         for c in range(i + 1):
             if not H[i, c] == H_last[i, c]:
                 return False
+    return True
+
+
+@njit(cache=True, fastmath=FAST)
+def _factor_changed_blocks(H, H_last, Jt_last):
+    """``Jt_last = L^-1`` of ``H = L L^T`` with each diagonal block of ``H`` factored only if
+    its rows differ from ``H_last``'s (which then takes them); False if ``H`` is not positive
+    definite (the failed block's rows of ``H_last`` are set to NaN: never reused).
+
+    A diagonal block is a range of rows ``[a, b)`` with no non-zero left of ``a`` in them and
+    none left of ``b`` below them. ``L`` and ``L^-1`` of a block-diagonal ``H`` are block
+    diagonal, each block that of its own block of ``H``: a block whose rows (their zeros left
+    of it included) are as last factored keeps its rows of ``Jt_last``. The whole-body QP's
+    Hessian has at least two: the accelerations' and the forces' (no task weighs both), and a
+    standing robot's tasks on the accelerations are constant while a sole's wrench
+    regularisation changes the forces' block every cycle (control/tasks/force_regularization.py),
+    and a swing foot changes the accelerations' block while point feet keep the forces'."""
+    n = H.shape[0]
+    start = np.empty(n + 1, np.intp)       # start[s]: the first non-zero column of rows >= s
+    start[n] = n
+    lowest = n
+    for i in range(n - 1, -1, -1):
+        c = 0
+        while c < i and H[i, c] == 0.0:
+            c += 1
+        lowest = min(lowest, c)
+        start[i] = lowest
+    a = 0
+    while a < n:
+        b = a + 1
+        while b < n and start[b] < b:      # a block ends at b when no row from b reaches left of it
+            b += 1
+        if not _same_rows(H, H_last, a, b):
+            for i in range(a, b):          # (the block's own entries: written from H's)
+                for c in range(a):
+                    Jt_last[i, c] = 0.0
+            if not _inverse_cholesky(H[a:b, a:b], Jt_last[a:b, a:b]):
+                for i in range(a, b):
+                    H_last[i, :] = np.nan
+                return False
+            for i in range(a, b):
+                for c in range(i + 1):
+                    H_last[i, c] = H[i, c]
+        a = b
     return True
 
 
@@ -238,17 +283,13 @@ def solve(H, g, A, b, C, l, u, warm, max_iter, tol, x, sides, H_last, Jt_last):
     returns (their number, status, iterations, largest ``|A_i x - b_i| / (1 + |b_i|)``).
     A side violated by more than ``tol (1 + |c|)`` enters. Raises numpy.linalg.LinAlgError if
     ``H`` is not positive definite. ``H_last`` and ``Jt_last`` (n x n) hold the Hessian last
-    factored with this workspace (NaN: none) and its ``L^-1``: an equal Hessian (a standing
-    robot's: the tasks' constant one) reuses it instead of factoring again."""
+    factored with this workspace (NaN: none) and its ``L^-1``: each diagonal block of ``H``
+    equal to the last one's (a standing robot's tasks: all of them) keeps its factor instead of
+    being factored again (:func:`_factor_changed_blocks`)."""
     n, neq, nin = H.shape[0], A.shape[0], C.shape[0]
-    Jt = np.zeros((n, n))                  # J^T = L^-1 (lower triangular), H = L L^T
-    if _same_lower(H, H_last):
-        Jt[:, :] = Jt_last
-    else:
-        if not _inverse_cholesky(H, Jt):
-            raise np.linalg.LinAlgError("H is not positive definite")
-        H_last[:, :] = H
-        Jt_last[:, :] = Jt
+    if not _factor_changed_blocks(H, H_last, Jt_last):
+        raise np.linalg.LinAlgError("H is not positive definite")
+    Jt = Jt_last.copy()                    # J^T = L^-1 (lower triangular), H = L L^T
     x[:] = 0.0                             # [Goldfarb 1983, Step 0]: x = -H^-1 g = -J J^T g
     for j in range(n):
         s = 0.0
