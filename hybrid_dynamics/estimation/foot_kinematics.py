@@ -14,6 +14,11 @@ angular velocity across the lever r_i), which is Pinocchio's ``getFrameVelocity`
 ``LOCAL_WORLD_ALIGNED``, its linear part. Both come out of one compiled call (numba) that
 reads ``oMi`` and ``J`` in place, instead of two Pinocchio calls and two row copies per foot.
 
+Only the joints on the feet's paths from the base are computed: a model reduced to them
+(:func:`carrying_model`; the others locked, none of them on such a path), so the feet come out
+of the same products in the same order, bit for bit, from a pass over 12 joints instead of
+hybrid_biped's 44 or TALOS's 32 (``computeJointJacobians`` 0.7 against 1.8 us).
+
 Where Pinocchio's placements cannot be read as one array (``placement_view`` is None: another
 storage layout), the feet are read frame by frame with ``updateFramePlacement`` and
 ``getFrameVelocity``, the same quantities. test/estimation/test_foot_kinematics.py holds both
@@ -65,11 +70,43 @@ def feet(oMi, joints, placement, support, J, v, r, rd):
         rd[i, 2] = v2 + w0 * p1 - w1 * p0
 
 
+def carrying_model(model: pin.Model, frame_ids: Sequence[int]):
+    """The joints that carry frames ``frame_ids`` (those on their paths from the base) as a
+    model of their own: ``(reduced model, its frame ids, its joints' columns in qj)``, or
+    ``(model, frame_ids, None)`` when every joint carries one. The other joints are locked
+    (``buildReducedModel``): none of them lies on a path to a frame, so the frames' placements
+    and velocities are the whole model's, from the same products in the same order."""
+    carried = set()
+    for f in frame_ids:
+        carried.update(model.supports[model.frames[f].parentJoint])
+    lock = [j for j in range(2, model.njoints) if j not in carried]
+    if not lock:
+        return model, list(frame_ids), None
+    reduced = pin.buildReducedModel(model, lock, pin.neutral(model))
+    ids = [reduced.getFrameId(model.frames[f].name, model.frames[f].type) for f in frame_ids]
+    # (one degree of freedom per joint: its column in qj is its column in vj)
+    cols = np.array([model.joints[model.getJointId(reduced.names[j])].idx_q - 7
+                     for j in range(2, reduced.njoints)], dtype=np.intp)
+    return reduced, ids, cols
+
+
+@njit(void(F1, F1, intp[:], F1, F1), cache=True)
+def carried(qj, vj, cols, q0, v0):
+    """The carrying joints' positions and rates into the reduced model's ``q0[7:]``, ``v0[6:]``
+    (one call instead of two numpy gathers, 0.4 against 0.8-2 us)."""
+    for k in range(cols.shape[0]):
+        q0[7 + k] = qj[cols[k]]
+        v0[6 + k] = vj[cols[k]]
+
+
 class FootKinematics:
     """Frames ``frame_ids`` of a floating-base ``model`` (every joint after the free flyer of
-    one degree of freedom): :meth:`__call__` ``(qj, vj) -> (r, rd)``, each (n, 3), new arrays."""
+    one degree of freedom): :meth:`__call__` ``(qj, vj) -> (r, rd)``, each (n, 3), new arrays.
+    Only the joints that carry the frames are computed (:func:`carrying_model`: hybrid_biped's
+    12 of 44 joints, TALOS's 12 of 32); ``qj``, ``vj`` are the whole model's joints."""
 
     def __init__(self, model: pin.Model, frame_ids: Sequence[int]):
+        model, frame_ids, self._cols = carrying_model(model, frame_ids)
         self.model = model
         self.data = model.createData()
         self.frame_ids = list(frame_ids)
@@ -92,8 +129,11 @@ class FootKinematics:
 
     def __call__(self, qj: np.ndarray, vj: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
         q0, v0 = self._q0, self._v0
-        q0[7:] = qj
-        v0[6:] = vj
+        if self._cols is None:
+            q0[7:] = qj
+            v0[6:] = vj
+        else:
+            carried(qj, vj, self._cols, q0, v0)
         n = len(self.frame_ids)
         r = np.empty((n, 3))
         rd = np.empty((n, 3))

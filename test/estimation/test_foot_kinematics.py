@@ -45,6 +45,35 @@ def test_feet_are_pinocchios_frames(robot_name):
             assert np.abs(rd - rd_ref).max() < 1e-13 * max(1.0, np.abs(rd_ref).max())
 
 
+@pytest.mark.parametrize("robot_name, carried", [("hybrid_biped", 12), ("talos", 12)])
+def test_feet_from_the_carrying_joints_are_the_whole_models(robot_name, carried, monkeypatch):
+    """Only the joints on the feet's paths are computed (hybrid_biped: 12 of 44, TALOS: 12 of
+    32); over the bench's walking workload the feet are, bit for bit, those of the whole model
+    (the same products in the same order) and Pinocchio's frame by frame (1e-14)."""
+    from hybrid_dynamics.control.tsid_peer import workloads
+    from hybrid_dynamics.estimation import foot_kinematics
+    robot = load_robot(robot_name)
+    model = robot.model
+    ids = [model.getFrameId(c.frame) for c in robot.contacts]
+    feet = FootKinematics(model, ids)
+    assert feet.model.njoints - 2 == carried < model.njoints - 2 and feet._J is not None
+    with monkeypatch.context() as m:           # the whole model: nothing locked
+        m.setattr(foot_kinematics, "carrying_model", lambda model, ids: (model, list(ids), None))
+        whole = FootKinematics(model, ids)
+    assert whole.model is model
+    moved = 0.0
+    for s in workloads.workload(robot, "walk", 300):
+        qj, vj = s.q[7:], s.v[6:]
+        r, rd = feet(qj, vj)
+        r_whole, rd_whole = whole(qj, vj)
+        np.testing.assert_array_equal(r, r_whole)
+        np.testing.assert_array_equal(rd, rd_whole)
+        moved = max(moved, np.abs(rd).max())
+    r_ref, rd_ref = pinocchio_feet(model, ids, qj, vj)
+    assert np.abs(r - r_ref).max() < 1e-14 and np.abs(rd - rd_ref).max() < 1e-13 * max(1.0, np.abs(rd_ref).max())
+    assert moved > 0.01                          # the feet move relative to the base
+
+
 def _rotations(rng):
     """Random rotations, and rotations that take each branch of Eigen's construction: trace
     positive, and each of the diagonal entries the largest with a negative trace."""
