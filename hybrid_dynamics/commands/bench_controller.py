@@ -10,6 +10,8 @@ the solver's equality-only shortcut, fallbacks. Closed chains are timed only on 
 loops are closed: the closure residual is checked (<= 1e-10) before timing; their whole cycle
 through the runtime Pipeline (estimators + QP + actuator forces) is timed too, against paper
 001's 0.38 ms. ``--table saved.json`` prints the README's table from a ``--json`` output.
+``--evict-kib N`` writes N KiB between timed cycles in both loops (ours and TSID's): the cycle
+as it runs after an interruption, its code and data fetched again (the footprint's cost).
 
 In the same run TSID 1.7.1 solves the same problems (same robot, stance, tasks, weights,
 gains, limits and states; :mod:`hybrid_dynamics.control.tsid_peer`) in its own environment
@@ -69,6 +71,10 @@ def add_arguments(parser) -> None:
     parser.add_argument("--no-tsid", action="store_true", help="skip the TSID peer")
     parser.add_argument("--cpu-stages", action="store_true",
                         help="closed chains: the whole cycle's thread CPU time per stage too (another run)")
+    parser.add_argument("--evict-kib", type=int, default=0, metavar="N",
+                        help="write N KiB between timed cycles in both loops, outside the timed call (0: "
+                             "nothing): the cycle after its code and data left the caches (this machine's L2 "
+                             "is 2048 KiB per core)")
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.add_argument("--table", metavar="JSON", default=None,
                         help="print the README's figures table (Markdown) from a saved --json output and exit")
@@ -189,23 +195,25 @@ def _figures(times, run=None) -> dict:
     return out
 
 
-def _time_ours(robot, samples, overrides, solver):
+def _time_ours(robot, samples, overrides, solver, evict_bytes: int = 0):
     ctrl = WholeBodyController(robot, dict(overrides, solver=solver))
     tp.run_ours(ctrl, samples[: min(200, len(samples))])          # warm-up (caches, layouts)
-    ours = tp.run_ours(ctrl, samples)
+    ours = tp.run_ours(ctrl, samples, evict_bytes=evict_bytes)
     return ctrl, ours, {**_figures(ours["times"], ours), "infeasible": ctrl.stats["infeasible"]}
 
 
-def bench_workload(robot, workload: str, cycles: int, solvers, tsid: bool, stages: bool = False) -> dict:
+def bench_workload(robot, workload: str, cycles: int, solvers, tsid: bool, stages: bool = False,
+                   evict_kib: int = 0) -> dict:
     samples, overrides, residual, scale = _workload(robot, workload, cycles)
-    ctrl, ours, figures = _time_ours(robot, samples, overrides, solvers[0])
-    result = {"workload": workload, "cycles": cycles, "closure_residual": residual,
+    evict_bytes = 1024 * evict_kib
+    ctrl, ours, figures = _time_ours(robot, samples, overrides, solvers[0], evict_bytes)
+    result = {"workload": workload, "cycles": cycles, "evict_kib": evict_kib, "closure_residual": residual,
               "torque_scale": scale, "stance_patterns": len({s.stance for s in samples}),
               "ours": figures}
     if len(solvers) > 1:
         result["backends"] = {solvers[0]: figures}
         for name in solvers[1:]:
-            result["backends"][name] = _time_ours(robot, samples, overrides, name)[2]
+            result["backends"][name] = _time_ours(robot, samples, overrides, name, evict_bytes)[2]
     if robot.loops is not None:
         result["whole_cycle"] = whole_cycle(robot, samples, dict(overrides, solver=solvers[0]))
         if stages:
@@ -220,7 +228,7 @@ def bench_workload(robot, workload: str, cycles: int, solvers, tsid: bool, stage
         return result
     result["tsid"] = {}
     for name in tp.TSID_SOLVERS:
-        peer = tp.run_peer(tp.problem(robot, ctrl, samples, solver=name))
+        peer = tp.run_peer(tp.problem(robot, ctrl, samples, solver=name, evict_bytes=evict_bytes))
         fig = _figures(peer["times"])
         diff = np.abs(np.array(ours["tau"]) - np.array(peer["tau"]))
         result["tsid"][name] = {**fig, "failed_solves": int(sum(1 for s in peer["status"] if s != 0)),
@@ -232,10 +240,11 @@ def bench_workload(robot, workload: str, cycles: int, solvers, tsid: bool, stage
     return result
 
 
-def bench_robot(name: str, cycles: int, solvers, tsid: bool, workloads=wl.WORKLOADS, stages: bool = False) -> dict:
+def bench_robot(name: str, cycles: int, solvers, tsid: bool, workloads=wl.WORKLOADS, stages: bool = False,
+                evict_kib: int = 0) -> dict:
     robot = load_robot(name)
     return {"robot": name, "nv": robot.nv, "contacts": len(robot.contacts), "solver": solvers[0],
-            "workloads": {w: bench_workload(robot, w, cycles, solvers, tsid, stages) for w in workloads}}
+            "workloads": {w: bench_workload(robot, w, cycles, solvers, tsid, stages, evict_kib) for w in workloads}}
 
 
 def _one_thread_one_core() -> None:
@@ -295,17 +304,21 @@ def run(args) -> int:
         _one_thread_one_core()
     if args.cycles < 10:
         raise InputError("--cycles must be at least 10")
+    if args.evict_kib < 0:
+        raise InputError("--evict-kib must be 0 or more")
     solvers = args.solver or [DEFAULT_SOLVER]
     if args.backends:
         solvers = [DEFAULT_SOLVER] + [s for s in SOLVERS if s != DEFAULT_SOLVER]
-    results = [bench_robot(n, args.cycles, solvers, not args.no_tsid, args.workload or wl.WORKLOADS, args.cpu_stages)
-               for n in names]
+    results = [bench_robot(n, args.cycles, solvers, not args.no_tsid, args.workload or wl.WORKLOADS, args.cpu_stages,
+                           args.evict_kib) for n in names]
     if args.json:
         print(json.dumps(results if len(results) > 1 else results[0], indent=2))
         return 0
     for r in results:
         for w, b in r["workloads"].items():
             o = b["ours"]
+            if b["evict_kib"]:
+                print(f"{'':>12} {b['evict_kib']} KiB written between timed cycles (both loops)")
             print(f"{r['robot']:>12} {w:>5} ({r['solver']}): p50 {o['p50_ms']:.3f} ms  p99 {o['p99_ms']:.3f} ms  "
                   f"max {o['max_ms']:.3f} ms | active inequality in {o['active_cycles']}/{b['cycles']} cycles, "
                   f"shortcut in {o['shortcuts']}, fallbacks {o['fallbacks']}"

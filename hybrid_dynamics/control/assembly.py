@@ -51,23 +51,27 @@ Z3 = np.zeros(3)
 Z33 = np.zeros((3, 3))
 R_NONE = np.eye(3)
 R_NONE.setflags(write=False)
+NO_ORIENTATION = (R_NONE, Z3, Z3)      # no base orientation task: its reference arguments
 
 
 @njit(void(F2, F2, F1, F2, F1, F1, F2, F1, F1, F2, I1, I1, I1, B1, I1, I1, I1, I1, I1, I1, F1, F2, F1,
-           F2, F1, F3, F2, F2, F1, F1, F1, F1,
-           F2, F1, F1, RO2, RO2, F1, F1, F1, I1, I1, F3), cache=True)
+           F2, F1, F3, F2, F2, F1, F1, RO2, F1, F1,
+           F1, F1, F2, RO2, F1, F1, F1, I1, I1, F3), cache=True)
 def fill_cycle(H, H_const, g, A, b_lo, b_hi, C, l, u, Jf, blocks, included, included_rows, included_stance,
                unactuated, act, free, q_idx, v_cols, f_cols, params, limits, gravity,
-               M, h, J6, drift, frame_p, v, q, q_joints, v_joints,
-               com_target, com, com_velocity, R_ref, R, w_ref, dw_ref, q_ref,
-               feet, feet_rows, feet_reference):
+               M, h, J6, drift, frame_p, com, com_velocity, R, q_joints, v_joints,
+               v, q, com_target, R_ref, w_ref, dw_ref, q_ref, feet, feet_rows, feet_reference):
     """The cycle's ``H, g`` (the constant Hessian plus each covered task's terms, in the
     formulation's task order) and the covered constraints' rows, from the model update's
-    arrays (``M, h``, the contact frames' ``J6``, ``drift``, positions, ``v``, ``q``).
-    ``limits`` rows: q_min, q_max, v_max, tau_max of the actuated joints; ``q_joints`` and
-    ``v_joints`` are written (``q[q_idx]``, ``v[v_cols]``). The references: ``com_target`` the
-    CoM target's position, velocity and acceleration (rows, ``Target.stack``), ``R_ref`` the
-    base orientation target's rotation (the error ``log(R_ref R^T)`` is computed here)."""
+    arrays (``M, h``, the contact frames' ``J6``, ``drift``, positions, the CoM, its velocity,
+    the base's rotation ``R``; ``v``, ``q``). ``limits`` rows: q_min, q_max, v_max, tau_max of
+    the actuated joints; ``q_joints`` and ``v_joints`` are written (``q[q_idx]``,
+    ``v[v_cols]``). The references: ``com_target`` the CoM target's position, velocity and
+    acceleration (rows, ``Target.stack``), ``R_ref`` the base orientation target's rotation (the
+    error ``log(R_ref R^T)`` is computed here). The arguments come in three groups: those made
+    per layout and set of tasks, the model update's arrays and the plan's joint buffers (the
+    same objects every cycle for a rigid robot without a morphology change: the plan keeps the
+    two groups as one tuple), and those of the cycle (``v`` to ``feet_reference``)."""
     H[:, :] = H_const
     g[:] = 0.0
     n = v.shape[0]
@@ -118,9 +122,9 @@ C1, C2, CI = float64[::1], float64[:, ::1], intp[::1]     # the solver's (C-cont
     cache=True)
 def fill_and_solve(H, H_const, g, A, b_lo, b_hi, C, l, u, Jf, blocks, included, included_rows, included_stance,
                    unactuated, act, free, q_idx, v_cols, f_cols, params, limits, gravity,
-                   M, h, J6, drift, frame_p, v, q, q_joints, v_joints,
-                   com_target, com, com_velocity, R_ref, R, w_ref, dw_ref, q_ref,
-                   feet, feet_rows, feet_reference, warm, max_iter, tol, x, sides, H_last, Jt_last, tau):
+                   M, h, J6, drift, frame_p, com, com_velocity, R, q_joints, v_joints,
+                   v, q, com_target, R_ref, w_ref, dw_ref, q_ref, feet, feet_rows, feet_reference,
+                   warm, max_iter, tol, x, sides, H_last, Jt_last, tau):
     """:func:`fill_cycle`, then (bounds not crossed) the dual active-set solve of the problem it
     wrote (:func:`~hybrid_dynamics.control.solvers.dual_active_set.solve`: ``warm`` to
     ``Jt_last`` are its arguments), then the actuated torques of the solution into ``tau``
@@ -130,9 +134,8 @@ def fill_and_solve(H, H_const, g, A, b_lo, b_hi, C, l, u, Jf, blocks, included, 
     above its upper one (nothing solved)."""
     fill_cycle(H, H_const, g, A, b_lo, b_hi, C, l, u, Jf, blocks, included, included_rows, included_stance,
                unactuated, act, free, q_idx, v_cols, f_cols, params, limits, gravity,
-               M, h, J6, drift, frame_p, v, q, q_joints, v_joints,
-               com_target, com, com_velocity, R_ref, R, w_ref, dw_ref, q_ref,
-               feet, feet_rows, feet_reference)
+               M, h, J6, drift, frame_p, com, com_velocity, R, q_joints, v_joints,
+               v, q, com_target, R_ref, w_ref, dw_ref, q_ref, feet, feet_rows, feet_reference)
     if kernels.crossed(l, u):
         return 0, das.CROSSED, 0, 0.0, False
     k, status, iterations, residual = das.solve(H, g, A, b_lo, C, l, u, warm, max_iter, tol, x, sides,
@@ -159,8 +162,9 @@ class CyclePlan:
     each cycle, and the terms it does not cover (``gradients``, ``adds``, ``fills``: the
     tasks' and constraints' own methods, called after it)."""
 
-    def __init__(self, formulation, layout, active, H_const: np.ndarray):
+    def __init__(self, formulation, layout, active, H_const: np.ndarray, refs):
         f, lay = formulation, layout
+        forces = bool(refs.forces)
         on = [t for t, a in zip(f.tasks, active) if a]
         params = np.zeros(N_PARAMS)
         self.com = self.orientation = self.swing = self.posture = self.force = None
@@ -180,7 +184,8 @@ class CyclePlan:
                 params[[SWING_W, SWING_KP, SWING_KD]] = t.weight, t.kp, t.kd
             elif type(t) is ForceRegularizationTask and t.constant_hessian and lay.nf_stance:
                 self.force = t       # without force references; with them, its own method
-                self.share = t.weight * t.W2[2] * lay.mass * 9.81 / (lay.nf_stance // 3)
+                if not forces:
+                    params[FORCE_SHARE] = t.weight * t.W2[2] * lay.mass * 9.81 / (lay.nf_stance // 3)
             elif t.constant_hessian:
                 gradients.append(t.add_gradient)
             else:
@@ -210,10 +215,13 @@ class CyclePlan:
         blocks[JF_FROM_J6] = int(lay.rows_are_Jf)
         self.jf_by_points = bool(lay.nf) and not lay.rows_are_Jf      # soles: Jp stacked first
         self.gradients, self.adds, self.fills = gradients, adds, fills
-        self.whole = not (gradients or adds or fills)       # every term is the call's
+        self.forces = forces and self.force is not None    # force references: the task's own gradient
+        self.whole = not (gradients or adds or fills or self.forces)       # every term is the call's
         st = f.state
         self.q_joints, self.v_joints = np.zeros(len(js.names)), np.zeros(len(js.names))
-        self.params = params
+        self.q_ref = js.q_ref                                # the posture's reference without names
+        self.named_posture = self.posture is not None and refs.posture is not None
+        self.head = None                                     # static + the model update's arrays
         self.static = (lay.H, H_const, lay.g, lay.A, lay.b_lo, lay.b_hi, lay.C, lay.l, lay.u, lay.Jf, blocks,
                        lay.included_index, lay.included_rows, lay.included_stance,
                        lay.unactuated_rows, np.asarray(lay.act, np.intp), free,
@@ -228,31 +236,36 @@ class CyclePlan:
         if self.jf_by_points:
             np.concatenate([st.Jp[i] for i in lay.included], out=lay.Jf)
         st.q_joints, st.v_joints = self.q_joints, self.v_joints
-        c = refs.com if self.com is not None else None
-        com_target = Z33 if c is None else c.stack
+        head = self.head or self._head(st)
+        com_target = refs.com.stack if self.com is not None else Z33
         if self.orientation is not None:
             o = refs.base_orientation
-            o_args = (o.rotation(), st.base_rotation, o.angular_velocity,
-                      o.angular_acceleration)
+            o_args = (o.rotation(), o.angular_velocity, o.angular_acceleration)
         else:
-            o_args = (Z3, R_NONE, Z3, Z3)
-        q_ref = self.posture.reference(refs) if self.posture is not None else Z3
+            o_args = NO_ORIENTATION
+        q_ref = self.posture.reference(refs) if self.named_posture else self.q_ref
         feet = (self.swing.targets(lay, refs) if self.swing is not None else None) or NO_FEET
-        forces = False
-        if self.force is not None:
-            forces = bool(refs.forces)
-            self.params[FORCE_SHARE] = 0.0 if forces else self.share
-        args = (*self.static, st.M, st.h, st.J6_stack, st.drift_stack, st.frame_p, st.v_m, q,
-                self.q_joints, self.v_joints, com_target, st.com, st.com_velocity, *o_args, q_ref, *feet)
-        if defer and self.whole and not forces:
+        args = head + (st.v_m, q, com_target, *o_args, q_ref, *feet)
+        if defer and self.whole:
             return FILL_AND_SOLVE, args
         FILL_CYCLE(*args)
         for add_gradient in self.gradients:
             add_gradient(lay.g, st, lay, refs)
-        if forces:
+        if self.forces:
             self.force.add_gradient(lay.g, st, lay, refs)
         for add in self.adds:
             add(lay.H, lay.g, st, lay, refs)
         for fill, rows, lo, hi in self.fills:
             fill(rows, lo, hi, st, lay)
         return None
+
+    def _head(self, st) -> tuple:
+        """The call's arguments made per layout and set of tasks and the model update's arrays
+        (:func:`fill_cycle`'s first two groups); kept when the model update writes its arrays in
+        place (``ModelUpdate.same_arrays``), else made again each cycle."""
+        head = self.static + (st.M, st.h, st.J6_stack, st.drift_stack, st.frame_p, st.com, st.com_velocity,
+                              st.base_rotation if self.orientation is not None else R_NONE,
+                              self.q_joints, self.v_joints)
+        if st.same_arrays:
+            self.head = head
+        return head

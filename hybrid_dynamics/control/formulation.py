@@ -178,7 +178,8 @@ class Layout:
             con.setup(self.C[s], self.l[s], self.u[s], self)
         self.H_fix = np.zeros((self.nx, self.nx))       # cost terms that never change
         self.H_fix[np.arange(n), np.arange(n)] = f.regularization
-        self.plans = {}         # active tasks -> CyclePlan (its constant Hessian, one call per cycle)
+        self.plans = {}         # References.presence -> CyclePlan of the tasks active with it (its
+        #                         constant Hessian, one call per cycle)
         self.x = None                                    # mapped start after a rebuild
         self.fill_call = None     # the cycle's fill left to the backend's call (Formulation.build)
         self.force_map = None     # the controller's output map of the forces (made on first use)
@@ -329,16 +330,22 @@ class Formulation:
         st = self.state
         st.update(q, v)
         lay = self.layouts.get(stance) or self.layout(stance)
-        active = tuple([t.active(refs) for t in self.tasks])
-        plan = lay.plans.get(active)
+        presence = refs.presence()
+        plan = lay.plans.get(presence)
         if plan is None:
-            H_const = lay.H_fix.copy()
-            for task, on in zip(self.tasks, active):
-                if on and task.constant_hessian:
-                    task.add_hessian(H_const, lay)
-            plan = lay.plans[active] = CyclePlan(self, lay, active, H_const)
+            plan = lay.plans[presence] = self._plan(lay, refs)
         lay.fill_call = plan.run(st, lay, q, refs, defer)
         return lay
+
+    def _plan(self, lay: Layout, refs) -> CyclePlan:
+        """The plan of the tasks active with ``refs`` (the same for every references object
+        with its presence: ``Task.active``), with their constant Hessian."""
+        active = tuple([t.active(refs) for t in self.tasks])
+        H_const = lay.H_fix.copy()
+        for task, on in zip(self.tasks, active):
+            if on and task.constant_hessian:
+                task.add_hessian(H_const, lay)
+        return CyclePlan(self, lay, active, H_const, refs)
 
     def decode(self, lay: Layout, x: np.ndarray, exact: bool = False, torques=None):
         """(dv, f, tau, finite) from a solution (``finite``: tau and dv are). Unless the

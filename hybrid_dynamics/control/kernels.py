@@ -62,12 +62,21 @@ def swing_feet(H, g, J6, drift, feet, nrows, v, position, reference, weight, kp,
             else:
                 b[o + a] = -kd * vel[o + a] - drift[i, a]
         o += nrows[j]
-    JtJ = J.T @ J
-    Jtb = J.T @ b
+    # J^T J and J^T b by loops (one pass over J's columns, the upper triangle mirrored): at
+    # these sizes (6-12 rows) a BLAS call costs more in its own dispatch and code than the
+    # arithmetic, and after an interruption its code is fetched again
     for r in range(n):
-        g[r] -= weight * Jtb[r]
-        for c in range(n):
-            H[r, c] += weight * JtJ[r, c]
+        s = 0.0
+        for k in range(m):
+            s += J[k, r] * b[k]
+        g[r] -= weight * s
+        for c in range(r, n):
+            s = 0.0
+            for k in range(m):
+                s += J[k, r] * J[k, c]
+            H[r, c] += weight * s
+            if c != r:
+                H[c, r] += weight * s
 
 
 @njit(void(F1, F1, F1, F1, F1, F1, F1, I1, f8, f8, f8, f8), cache=True)

@@ -126,6 +126,11 @@ class ModelUpdate:
         self._soles = [i for i, c in enumerate(contacts) if not c.at_origin]
         self._frame_tables(contacts)
         self._data_views()
+        # M, h, J6_stack, drift_stack, frame_p, the CoM, its velocity and the base's rotation are
+        # the same arrays every cycle, written in place (a rigid robot's update, no morphology
+        # slice): the formulation's plan keeps them in its call's arguments (control/assembly.py)
+        self.same_arrays = (type(self).update is ModelUpdate.update and projection is None and not self.sliced
+                            and self._terms is not None and self._com is not None and self._base is not None)
         self.q = self.v = self.v_m = None
         self.v_full = None
         self.G = None

@@ -110,6 +110,13 @@ class References:
     momentum: Optional[np.ndarray] = None
     forces: Dict[str, np.ndarray] = field(default_factory=dict)
 
+    def presence(self) -> tuple:
+        """Which fields are set (a ``swing_feet`` or ``forces`` dictionary: whether it names
+        any). A task's ``active`` reads the references only through this (tasks/base.py), so the
+        formulation finds the cycle's active tasks, and its plan, with one look-up of it."""
+        return (self.com is not None, self.base_position is not None, self.base_orientation is not None,
+                bool(self.swing_feet), self.posture is not None, self.momentum is not None, bool(self.forces))
+
     @classmethod
     def hold(cls, com=None, orientation=(0, 0, 0, 1), base_position=None) -> "References":
         """Stand still: CoM (or base) held where given, level orientation, standing posture."""

@@ -108,6 +108,46 @@ def test_one_call_on_a_damaged_robot_and_every_reference():
     check(ctrl, samples, refs_of)
 
 
+def test_one_call_when_the_references_set_change_from_cycle_to_cycle(monkeypatch):
+    """One controller whose references name a posture, force references, a base position or
+    none of them in turn (a plan per set of fields, ``References.presence``; on a rigid robot
+    the plan keeps the model update's arrays in its call's arguments): each cycle the methods'
+    QP to 1e-12; once every plan is made, no task is asked whether it is active."""
+    robot = load_robot("solo12")
+    samples = wl.workload(robot, "walk", 80)[::4]
+    ctrl = WholeBodyController(robot, dict(tp.SAME_PROBLEM, solver="goldfarb_idnani"))
+    form = ctrl.formulation
+    frames = [c.frame for c in form.contacts]
+    joints = list(ctrl.joint_names)[:4]
+    rng = np.random.default_rng(5)
+    kinds = iter(range(10 ** 6))
+
+    def refs_of(s):
+        r, k = tp.references_for(s), next(kinds) % 4
+        if k in (1, 3):
+            r.posture = {j: float(rng.uniform(-0.2, 0.2)) for j in joints}
+        if k in (2, 3):
+            r.forces = {f: np.array([0.0, 0.0, 20.0]) for f in frames[:2]}
+        if k == 3:
+            r.base_position = Target(s.q[:3] + 0.01 * rng.standard_normal(3))
+        return r
+
+    assert form.state.same_arrays
+    check(ctrl, samples, refs_of)
+    assert max(len(lay.plans) for lay in form.layouts.values()) == 4
+    asked = []
+    for task in form.tasks:
+        monkeypatch.setattr(task, "active", lambda refs, t=task, f=task.active: asked.append(t) or f(refs))
+    for s in samples:
+        out = ctrl.update(s.q, s.v, dict(zip(frames, s.stance)), refs_of(s))
+        assert not out.fallback
+    assert not asked
+    # a damaged robot's (sliced) and a closed chain's model updates make new arrays: no kept ones
+    mmap = MorphologyMap(load_robot("jethexa"), Morphology.healthy(load_robot("jethexa")).remove_links("leg4", 2))
+    assert not WholeBodyController(load_robot("jethexa"), {}, morphology_map=mmap).formulation.state.same_arrays
+    assert not WholeBodyController(load_robot("hybrid_biped"), {}).formulation.state.same_arrays
+
+
 @pytest.mark.parametrize("name", ["solo12", "jethexa"])
 def test_fill_solve_and_torques_in_one_call(name):
     """The goldfarb_idnani backend's cycle in one call (assembly.fill_and_solve): the problem

@@ -87,6 +87,30 @@ def test_the_bench_timing_keeps_no_python_object_per_cycle():
     assert not per_cycle and np.asarray(ours["tau"]).shape == (len(samples), len(ctrl.joint_names))
 
 
+def test_the_bench_evicts_the_caches_between_timed_cycles_in_both_loops(cli):
+    """``bench controller --evict-kib N``: N KiB written between timed cycles by our loop and
+    TSID's (the peer's problem carries it), outside the timed call; the same torques as
+    without. A negative size is refused."""
+    import json
+    buffer = np.zeros(1024)
+    tp.evict(buffer, 7)
+    assert (buffer == 7).all()
+    robot = load_robot("solo12")
+    samples = wl.walk(robot, 40)
+    ctrl = WholeBodyController(robot, dict(tp.SAME_PROBLEM, solver="goldfarb_idnani"))
+    assert tp.problem(robot, ctrl, samples, evict_bytes=4096)["evict_bytes"] == 4096
+    proc = cli("bench", "controller", "--robot", "solo12", "--workload", "walk", "--cycles", "60",
+               "--evict-kib", "256", "--json")
+    assert proc.returncode == 0, proc.stderr
+    walk = json.loads(proc.stdout)["workloads"]["walk"]
+    assert walk["evict_kib"] == 256 and walk["ours"]["fallbacks"] == 0
+    for name in tp.TSID_SOLVERS:
+        t = walk["tsid"][name]
+        assert t["torque_max_abs_diff"] < 1e-3 * max(1.0, t["torque_max_abs"]) and t["p50_ms"] > 0
+    bad = cli("bench", "controller", "--robot", "solo12", "--evict-kib", "-1", "--no-tsid")
+    assert bad.returncode == 2 and "--evict-kib" in bad.stderr
+
+
 def test_bench_controller_command(cli):
     """``hybrid-dynamics bench controller --robot solo12 --json``: percentiles of both, the
     ratio and the torque agreement (no wall-clock assertion)."""

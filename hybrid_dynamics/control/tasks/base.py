@@ -22,7 +22,9 @@ class Task:
         self.kd = float(config.get("kd", 0.0))
 
     def active(self, refs) -> bool:
-        """Whether this task contributes this cycle (weight > 0 and a reference given)."""
+        """Whether this task contributes this cycle (weight > 0 and a reference given). It may
+        read ``refs`` only through which fields are set (``References.presence``): the
+        formulation keeps the answer per presence (control/formulation.py ``build``)."""
         return self.weight > 0.0
 
     def add_hessian(self, H: np.ndarray, layout) -> None:

@@ -69,7 +69,7 @@ def base_frame(model: pin.Model) -> str:
 TSID_SOLVERS = ("HQuadProg", "HQuadProgFast")     # TSID's default (eiquadprog) and its fastest
 
 
-def problem(robot, controller, states, repeat: int = 1, solver: str = "HQuadProgFast") -> Dict:
+def problem(robot, controller, states, repeat: int = 1, solver: str = "HQuadProgFast", evict_bytes: int = 0) -> Dict:
     """The JSON problem for the peer, with our controller's weights, gains and limits."""
     if robot.loops is not None:
         raise InputError(f"{robot.name} has closed loops: TSID has no loop-closure formulation here")
@@ -101,7 +101,7 @@ def problem(robot, controller, states, repeat: int = 1, solver: str = "HQuadProg
                     "stance": list(s.stance),
                     "swing": {k: [x.tolist() for x in t] for k, t in s.swing.items()},
                     "swing_rotation": _swing_rotations(robot, s)} for s in states],
-        "repeat": repeat, "solver": solver,
+        "repeat": repeat, "solver": solver, "evict_bytes": evict_bytes,
     }
 
 
@@ -142,9 +142,18 @@ def active_rows(problem, x, tol: float = 1e-7) -> int:
     return int(np.count_nonzero(((cx <= problem.l + tol) | (cx >= problem.u - tol)) & (problem.l < problem.u)))
 
 
-def run_ours(controller, samples: List[Sample], repeat: int = 1) -> Dict:
+def evict(buffer: Optional[np.ndarray], k: int) -> None:
+    """Write every byte of ``buffer`` (None: nothing): run between two timed cycles, it pushes
+    the cycle's code and data out of the core's caches, as another process's time slice or an
+    interrupt does (``bench controller --evict-kib``; the peer's loop does the same)."""
+    if buffer is not None:
+        buffer.fill(k)
+
+
+def run_ours(controller, samples: List[Sample], repeat: int = 1, evict_bytes: int = 0) -> Dict:
     """Our controller on the peer's problem, sample by sample (stance from the sample). Also
     counts, outside the timed call, the cycles whose solution has an active inequality.
+    ``evict_bytes``: that many bytes written between cycles, outside the timed call (:func:`evict`).
 
     The torques and accelerations are kept in arrays made before the loop, not as a list per
     cycle: lists kept alive grow the garbage collector's youngest generation, and its
@@ -157,9 +166,11 @@ def run_ours(controller, samples: List[Sample], repeat: int = 1) -> Dict:
     taus = np.zeros((len(samples), len(controller.joint_names)))
     dvs = np.zeros((len(samples), controller.formulation.state.n))
     times, fallbacks, active = [], 0, 0
+    buffer = np.zeros(evict_bytes // 8) if evict_bytes >= 8 else None
     for rep in range(repeat):
         times = []
         for k, (s, stance, r) in enumerate(zip(samples, stances, refs)):
+            evict(buffer, k)
             t0 = time.perf_counter()
             out = controller.update(s.q, s.v, stance, r)
             times.append(time.perf_counter() - t0)

@@ -12,7 +12,8 @@ torque and joint limits, TSID's solver (``HQuadProg``, its default, or ``HQuadPr
 a sequence of states (q, v) with the stance pattern, CoM and swing-foot references of each.
 The result holds the time of every cycle (contact and swing-task changes +
 ``computeProblemData`` + ``solve`` + ``getActuatorForces``, the whole TSID cycle) and the
-torques and accelerations of every cycle.
+torques and accelerations of every cycle. ``evict_bytes``: a buffer of that size written
+between cycles, outside the timed region (our loop does the same).
 
 Traps (DESIGN.md): import TSID as ``from tsid import tsid_pywrap as tsid``; keep every
 trajectory sample handed to ``setReference`` alive in a variable.
@@ -154,10 +155,14 @@ def main() -> int:
     taus, dvs = np.zeros((len(states), robot.na)), np.zeros((len(states), robot.nv))
     times, statuses = [], np.zeros(len(states), int)
     repeat = int(P.get("repeat", 1))
+    # bytes written between cycles, outside the timed region (tsid_peer.evict: the same)
+    evict = np.zeros(int(P.get("evict_bytes", 0)) // 8) if int(P.get("evict_bytes", 0)) >= 8 else None
     for rep in range(repeat):
         times = []
         for k, (q, v, _c, stance, swing) in enumerate(states):
             com.setReference(com_samples[k])
+            if evict is not None:
+                evict.fill(k)
             t0 = time.perf_counter()
             for i, (contact, c) in enumerate(zip(contacts, P["contacts"])):
                 if stance[i] and not down[i]:
