@@ -156,6 +156,7 @@ def measure(robot_name, trigger, cycles, rate, seconds=None, thread_priority=0, 
         graph.spin_until(lambda: ctrl.stats.count > 200, timeout=30.0)
         ctrl.stats.reset()
         callbacks.clear()
+        work0 = executor_work(graph.executor)
         gc.callbacks.append(on_gc)
         c0, s0, t0 = ctrl.cycles, ctrl.safe_cycles, time.monotonic()
         k0 = ctrl.loop.skipped if ctrl.loop is not None else 0
@@ -175,6 +176,7 @@ def measure(robot_name, trigger, cycles, rate, seconds=None, thread_priority=0, 
         periodic = trigger != "joint_states"
         skipped = ctrl.loop.skipped - k0 if ctrl.loop is not None else None
         executor = callbacks.executor_cpu(elapsed, cycles_run)
+        executor.update(executor_work(graph.executor, work0, cycles_run))
         params = ctrl.p
         spans = ctrl.stats.timeline()
         priority, cpus = ctrl.cycle_priority, ctrl.cycle_cpus
@@ -206,6 +208,25 @@ def measure(robot_name, trigger, cycles, rate, seconds=None, thread_priority=0, 
 
 
 GAP_BINS_MS = (0.0, 0.9, 1.1, 1.5, 2.0, 3.0, 5.0, 10.0, np.inf)
+WORK = ("waits", "slow_waits", "entities", "takes", "runs")     # WaitSetExecutor's counters
+
+
+def executor_work(executor, since=None, cycles: int = 0) -> dict:
+    """The package executor's counters (ros/executor.py: waits, waits with its services and
+    waitables, handles added to them, messages taken, callbacks run); with ``since`` (an
+    earlier reading) and ``cycles``, what the window between had per control cycle and the
+    handles per wait. Empty for another executor."""
+    now = {k: getattr(executor, k, None) for k in WORK}
+    if any(v is None for v in now.values()):
+        return {}
+    if since is None:
+        return now
+    d = {k: now[k] - since[k] for k in WORK}
+    if cycles <= 0 or d["waits"] <= 0:
+        return {}
+    return {"waits_per_cycle": round(d["waits"] / cycles, 2), "slow_waits_per_cycle": round(d["slow_waits"] / cycles, 3),
+            "entities_per_wait": round(d["entities"] / d["waits"], 1), "takes_per_cycle": round(d["takes"] / cycles, 2),
+            "callbacks_per_cycle": round(d["runs"] / cycles, 2)}
 
 
 class CallbackSpans:

@@ -43,6 +43,18 @@ Safety by construction:
   ready in rcl until taken, so the next wait reports them again; a node guard condition
   dropped that way is triggered again.
 
+Services and waitables (QoS events, actions) on a slower beat (``service_period``, default
+10 ms): they are in the wait set of at most one wait per period, and every wait without them
+ends by the period's end, so a service request or a QoS event is served within a period (plus
+the callbacks ahead of it) however busy or idle the executor is. A graph's parameter services
+(six per node) and QoS-event handlers were 27 of its 44 entities: at 1 kHz, with two to three
+waits per control cycle, re-adding them and rcl's wait over them was executor work on the
+cycle's thread for requests that come from a human or a tool (``ros2 param``). Subscriptions,
+timers, guard conditions and clients are in every wait. ``service_period=0``: every wait has
+everything, as rclpy's. Counters (tests, ``bench pipeline``): :attr:`waits`, :attr:`slow_waits`
+(those with services and waitables), :attr:`entities` (handles added, summed over waits),
+:attr:`takes` (messages taken) and :attr:`runs` (callbacks run).
+
 SIGINT: rclpy's signal guard condition is in the wait set, as in the stock executor; with
 the package's own signal handling (ros/stop_signal.py) the spinning loop looks at its stop
 flag between ``spin_once`` calls.
@@ -51,6 +63,7 @@ from __future__ import annotations
 
 import inspect
 import threading
+import time
 from collections import deque
 from contextlib import ExitStack
 from typing import Callable, Deque, Dict, List, Optional, Tuple
@@ -73,8 +86,12 @@ class WaitSetExecutor(Executor):
     ``SingleThreadedExecutor``: ``add_node``, ``spin``, ``spin_once``,
     ``spin_until_future_complete``, ``create_task``, ``shutdown``."""
 
-    def __init__(self, *, context=None) -> None:
+    def __init__(self, *, context=None, service_period: float = 0.01) -> None:
         super().__init__(context=context)
+        if not service_period >= 0.0:
+            raise ValueError(f"service_period must be 0 or more seconds, not {service_period!r}")
+        self.service_period = float(service_period)
+        self._slow_due = 0.0                        # monotonic time of the next wait with the slow set
         self._held: Optional[ExitStack] = None      # the kept handles, entered
         self._wait_set = None
         self._subs: List = []                       # the kept handles by kind, in wait-set order
@@ -91,6 +108,7 @@ class WaitSetExecutor(Executor):
         self._blocked = False                       # an entity left out: its callback group was busy
         self._own_guards: Tuple[int, ...] = ()
         self.rebuilds = 0                           # how often the table was built (tests, benchmarks)
+        self.waits = self.slow_waits = self.entities = self.takes = self.runs = 0
         self._spinning = threading.RLock()          # held inside spin_once: frees the table only there
 
     # ------------------------------------------------------------ change tracking
@@ -170,6 +188,7 @@ class WaitSetExecutor(Executor):
         self._by_pointer = by_pointer
         self._own_guards = tuple(g.handle.pointer for g in own)
         self._blocked = blocked
+        self._slow_due = 0.0                        # a new entity is waited on at once
 
     # ------------------------------------------------------------ waiting
     def _wait(self, timeout_nsec: int) -> None:
@@ -188,10 +207,22 @@ class WaitSetExecutor(Executor):
             ws.add_guard_condition(h)
         for h in self._clients:
             ws.add_client(h)
-        for h in self._services:
-            ws.add_service(h)
-        for waitable, _ in self._waitables:
-            waitable.add_to_wait_set(ws)
+        added = len(self._subs) + len(self._timers) + len(self._guards) + len(self._clients)
+        now = time.monotonic()
+        slow = now >= self._slow_due
+        if slow:                                    # services and waitables: once a period
+            self._slow_due = now + self.service_period
+            for h in self._services:
+                ws.add_service(h)
+            for waitable, _ in self._waitables:
+                waitable.add_to_wait_set(ws)
+            added += len(self._services) + len(self._waitables)
+            self.slow_waits += 1
+        elif self._services or self._waitables:     # back by the period's end to wait on them
+            cap = int(1e9 * (self._slow_due - now)) + 1
+            timeout_nsec = cap if timeout_nsec < 0 else min(timeout_nsec, cap)
+        self.waits += 1
+        self.entities += added
         ws.wait(timeout_nsec)
         if self._is_shutdown:
             raise ShutdownException()
@@ -208,7 +239,7 @@ class WaitSetExecutor(Executor):
             entry = by_pointer.get(ptr)
             if entry is not None:
                 (ready if entry[0] == SUBSCRIPTION else others).append(entry)
-        for kind in ("guard_condition", "client", "service"):
+        for kind in ("guard_condition", "client", "service") if slow else ("guard_condition", "client"):
             for ptr in ws.get_ready_entities(kind):
                 entry = by_pointer.get(ptr)
                 if entry is not None:
@@ -217,7 +248,7 @@ class WaitSetExecutor(Executor):
                     others.append(entry)
                 elif self._blocked and ptr in self._own_guards:
                     self._changed = True          # a callback ended: the busy group may be free
-        for waitable, node in self._waitables:
+        for waitable, node in self._waitables if slow else ():
             if waitable.is_ready(ws):
                 others.append((OTHER, waitable, node, self._take_waitable))
         ready.extend(others)
@@ -248,9 +279,11 @@ class WaitSetExecutor(Executor):
             if not group.beginning_execution(entity):
                 self._blocked = self._changed = True     # left out of the wait set until it is free
                 return
+            self.runs += 1
             try:
                 with self._work_tracker:
                     if kind == SUBSCRIPTION:
+                        self.takes += 1
                         info = entity.handle.take_message(entity.msg_type, entity.raw)
                         if info is not None:
                             if entity._callback_type is Subscription.CallbackType.MessageOnly:
@@ -265,6 +298,7 @@ class WaitSetExecutor(Executor):
         elif not entity.callback_group.can_execute(entity):
             self._blocked = self._changed = True
         else:
+            self.runs += 1
             handler = self._make_handler(entity, node, take)
             handler()
             if handler.exception() is not None:

@@ -159,6 +159,72 @@ def test_shutdown_from_another_thread_ends_the_spin_and_lets_go_of_the_handles(c
     node.destroy_node()          # the timer's handle was let go: destroyed now, no error
 
 
+def test_services_and_waitables_wait_on_a_slower_beat_and_no_message_is_lost(context):
+    """With ``service_period`` 50 ms a 1 ms timer publishing a sequence and its subscriber run
+    in every wait, the node's services and QoS-event waitables in about one wait per period:
+    every message arrives, in order, and a service call made meanwhile is answered."""
+    executor = WaitSetExecutor(context=context, service_period=0.05)
+    a, b, pub, got = _echo_pair(context, executor)
+    b.create_service(Trigger, "/exec_test/slow", lambda req, res: setattr(res, "success", True) or res)
+    client = a.create_client(Trigger, "/exec_test/slow")
+    assert spin_until(executor, lambda: pub.get_subscription_count() and client.service_is_ready())
+    seq = []
+    a.create_timer(0.001, lambda: pub.publish(Int32(data=len(seq))) or seq.append(len(seq)))
+    assert spin_until(executor, lambda: len(seq) >= 50)
+    waits, slow, entities = executor.waits, executor.slow_waits, executor.entities
+    future = client.call_async(Trigger.Request())
+    assert spin_until(executor, lambda: len(seq) >= 1000, timeout=30.0)
+    executor.spin_until_future_complete(future, timeout_sec=10.0)
+    assert future.done() and future.result().success
+    n = len(seq)
+    assert spin_until(executor, lambda: len(got) >= n)
+    assert got == [2 * k for k in range(len(got))]          # every message, in order, echoed
+    waits, slow, entities = executor.waits - waits, executor.slow_waits - slow, executor.entities - entities
+    services = len(executor._services) + len(executor._waitables)
+    assert services >= 13 and waits > 900                  # each node's parameter services, its events
+    assert slow < waits / 10                                # the slower beat: few waits have them
+    # the handles added per wait: the subscriptions, timer and guards, and the others only in `slow` of them
+    assert entities == waits * (len(executor._subs) + len(executor._timers) + len(executor._guards)
+                                + len(executor._clients)) + slow * services
+    executor.shutdown()
+    a.destroy_node()
+    b.destroy_node()
+
+
+def test_an_idle_executor_still_answers_a_service_within_its_period(context):
+    """Nothing but a service on the executor (no timer, no message): the waits without the
+    service end by the period's end, so a request from another executor is answered."""
+    executor = WaitSetExecutor(context=context, service_period=0.02)
+    server = Node("exec_idle", context=context)
+    server.create_service(Trigger, "/exec_test/idle", lambda req, res: setattr(res, "success", True) or res)
+    executor.add_node(server)
+    thread = threading.Thread(target=executor.spin, daemon=True)
+    thread.start()
+    asker = Node("exec_asker", context=context)
+    other = SingleThreadedExecutor(context=context)
+    other.add_node(asker)
+    client = asker.create_client(Trigger, "/exec_test/idle")
+    try:
+        assert spin_until(other, client.service_is_ready)
+        time.sleep(0.1)                                    # the executor back in a wait without it
+        for _ in range(3):
+            future = client.call_async(Trigger.Request())
+            other.spin_until_future_complete(future, timeout_sec=5.0)
+            assert future.done() and future.result().success
+        assert executor.slow_waits >= 3 and executor.waits > executor.slow_waits
+    finally:
+        other.shutdown()
+        assert executor.shutdown(timeout_sec=5.0)
+        thread.join(timeout=5.0)
+        asker.destroy_node()
+        server.destroy_node()
+
+
+def test_a_negative_service_period_is_refused(context):
+    with pytest.raises(ValueError, match="service_period"):
+        WaitSetExecutor(context=context, service_period=-1.0)
+
+
 def _set_damage(client_node, executor, text):
     client = client_node.create_client(SetParameters, "/morphology_manager/set_parameters")
     assert spin_until(executor, client.service_is_ready, timeout=20.0)
