@@ -186,11 +186,14 @@ MUJOCO_SIM: Spec = {
     "seed": Param(0, "seed of the sensor noise", (0, INT_MAX)),
     "lockstep": Param(False, "advance one publish period per command received (lock-step with a "
                              "controller triggered by joint states)"),
-    "lockstep_timeout": Param(0.5, "s without a command before a lock-step plant steps anyway", (1e-3, 60.0)),
+    "lockstep_timeout": Param(0.5, "wall s without the answer to its state before a lock-step plant sends the "
+                                   "state again (it never steps without a command)", (1e-3, 60.0)),
     "max_command_age": Param(0.02, "real time: the physics waits while the last command is older than this "
                                    "(s of simulated time; a starved controller slows the simulation down "
                                    "instead of losing it); 0: never waits", POSITIVE),
     "settle": Param(0.0, "s of joint PD on the standing pose before the first message", POSITIVE),
+    "diagnostics_period": Param(1.0, "wall s between /diagnostics messages (commands taken and ignored, "
+                                     "states re-sent)", (0.01, 60.0)),
     "clock_rate": Param(0.0, "Hz of /clock (0: with every sensor message)", POSITIVE),
     "damage": Param("", "damage events (the YAML of morphology_manager/damage) the plant suffers at "
                         "damage_at; empty: none"),

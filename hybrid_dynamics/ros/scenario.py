@@ -63,8 +63,8 @@ SIM_TOPICS = ("/clock", "/sim/ground_truth/odometry", "/sim/ground_truth/joint_s
               "/whole_body_controller/detections")
 CLOCK_RATE = 50.0       # Hz of /clock: the nodes' timers (diagnostics, markers, /cmd_vel) need no more
 STALL_S = 20.0          # wall seconds without simulated progress: the run is stuck
-LOCKSTEP_TIMEOUT = 5.0  # wall seconds before the plant steps without a command (a slow cycle on a
-                        # loaded machine took more than 0.5 s, and a forced step is a stale command)
+LOCKSTEP_TIMEOUT = 5.0  # wall seconds before the plant sends its state again (in one process
+                        # nothing is lost; a slow cycle on a loaded machine took more than 0.5 s)
 
 
 class ScenarioDriver(LeanNode):
@@ -324,7 +324,7 @@ class GraphRun:
             self.extra_summary.update({
                 "controller_cycles": int(ctrl.cycles),
                 "controller_safe_cycles": int(ctrl.safe_cycles),
-                "sim_watchdog_steps": int(getattr(self.sim, "watchdog_steps", 0)),
+                "sim_resent_states": int(getattr(self.sim, "resent", 0)),
             })
         if hasattr(self, "rtf"):
             self.extra_summary["graph_real_time_factor"] = round(self.rtf, 3)

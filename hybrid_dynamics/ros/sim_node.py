@@ -25,14 +25,18 @@ Parameters: ``robot`` (jethexa), ``publish_rate`` (Hz of sensor messages, defaul
 physics step of 1 ms), ``real_time`` (true: pace the physics with the wall clock; false: as
 fast as the timer allows), ``lockstep`` (true: the physics advances one publish period each
 time a command arrives, so a controller with ``trigger: joint_states`` and the plant run in
-lock-step as fast as the controller computes, deterministically; a watchdog starts the loop
-(it publishes the state at the clock's zero) and steps anyway after ``lockstep_timeout`` wall seconds without a command, keeping one state
-in flight: ros/lockstep.py),
+lock-step as fast as the controller computes, deterministically: it steps only on the answer
+to the state it published last, which the command names (ros/lockstep.py); a watchdog starts
+the loop (it publishes the state at the clock's zero) and re-sends the state awaiting its
+answer after ``lockstep_timeout`` wall seconds without it: the plant never steps without a
+command),
 ``max_command_age`` (real time, not lock-step: the physics waits while the last command is
 older than this many simulated seconds, and before the first one, stepping anyway after
 ``lockstep_timeout`` wall seconds without a command: on a machine too loaded for the
 controller to keep up, the simulation runs slower than real time instead of running on
 without control; :attr:`MujocoSimNode.waits` counts the ticks it waited),
+``diagnostics_period`` (wall s between its /diagnostics: commands taken, rejected, answers
+to older states ignored, states re-sent by the watchdog, real-time waits),
 ``settle`` (s of joint PD on the standing pose before the first message), ``damage`` and
 ``damage_at`` (damage events, in the ``/sim/damage`` schema, that the plant suffers exactly
 ``damage_at`` s after the settle, at the end of the step that reaches that time, before the
@@ -56,6 +60,7 @@ import time
 from typing import Callable, List, Optional
 
 import numpy as np
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from nav_msgs.msg import Odometry
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
@@ -70,7 +75,8 @@ from ..runtime.inputs import sec_to_stamp
 from ..sim.plant import ImuNoise, Plant
 from . import params as P
 from .lean import LeanNode
-from .lockstep import LockstepPacer
+from .lockstep import LockstepGate, answered_stamp, stamp_ns
+from .qos import STATE_QOS
 from .node_base import spin_node
 
 SENSOR_QOS = QoSProfile(depth=10, reliability=ReliabilityPolicy.BEST_EFFORT)
@@ -113,7 +119,8 @@ class MujocoSimNode(LeanNode):
         self.create_subscription(String, "/sim/damage", self._on_damage, 10)
         self.rejected = 0
         self.commands = 0
-        self.watchdog_steps = 0
+        self.resent = 0                    # lock-step: states re-sent by the watchdog after the first command
+        self.resent_at_start = 0           # ... before it (the controller starting)
         self.step_hooks: List[Callable[[float], None]] = []
         self.damage_hooks: List[Callable[[float], None]] = []
         if float(p["settle"]) > 0:
@@ -124,7 +131,8 @@ class MujocoSimNode(LeanNode):
             self.scheduled = (self.plant.time + float(p["damage_at"]), str(p["damage"]))
             self._damaged(self.scheduled[1])          # checked now: a bad event fails at start, not mid-run
         self.lockstep = bool(p["lockstep"])
-        self.pacer = LockstepPacer()
+        self.gate = LockstepGate()
+        self._sensors: Optional[tuple] = None     # the last (JointState, Imu) published: a re-send's copy
         self.paused: Optional[Callable[[], bool]] = None      # pause_until
         self.lockstep_timeout = float(p["lockstep_timeout"])
         self.max_command_age = float(p["max_command_age"])
@@ -136,6 +144,8 @@ class MujocoSimNode(LeanNode):
         else:
             period = self.steps_per_tick * self.plant.timestep if p["real_time"] else 1e-4
             self.timer = self.create_timer(period, self._paced)
+        self.diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", STATE_QOS)
+        self.create_timer(float(p["diagnostics_period"]), self._on_diag)
 
     # ------------------------------------------------------------------ inputs
     def _on_command(self, msg: Float64MultiArray) -> None:
@@ -145,10 +155,12 @@ class MujocoSimNode(LeanNode):
             self.get_logger().warning(f"command of length {values.size}, expected {len(self.command_joints)}",
                                       throttle_duration_sec=5.0)
             return
+        if self.lockstep and not self.gate.answers(answered_stamp(msg.layout)):
+            return          # the answer to an older state (a copy re-sent): counted, not applied
         self.plant.set_torques(dict(zip(self.command_joints, values)))
         self.commands += 1
         self.command_time = self.plant.time
-        if self.lockstep and self.pacer.command():
+        if self.lockstep:
             self.tick()
 
     def _paced(self) -> None:
@@ -175,10 +187,25 @@ class MujocoSimNode(LeanNode):
             self._last_tick = time.monotonic()
             self._sample()
             return
-        if time.monotonic() - self._last_tick >= self.lockstep_timeout:
-            self.watchdog_steps += 1
-            self.pacer.watchdog()
-            self.tick()
+        if self.gate.awaiting is not None and self._sensors is not None and \
+                time.monotonic() - self._last_tick >= self.lockstep_timeout:
+            self._resend()
+
+    def _resend(self) -> None:
+        """Lock-step: the state awaiting its answer sent again (same stamp), not a step: its
+        joint state may have been lost, or the controller is slow (its answer to the first copy
+        then steps the plant, and the second is ignored as an older state's)."""
+        if self.commands == 0:
+            self.resent_at_start += 1
+        else:
+            self.resent += 1
+            self.get_logger().warning(f"no answer to the state of t = {self.plant.time:.3f} s within "
+                                      f"{self.lockstep_timeout} s: sent again (counted on /diagnostics)",
+                                      throttle_duration_sec=5.0)
+        self._last_tick = time.monotonic()
+        js, imu = self._sensors
+        self.js_pub.publish(js)
+        self.imu_pub.publish(imu)
 
     def pause_until(self, ready: Callable[[], bool]) -> None:
         """Lock-step: the state the plant has just reached is not published (so no command
@@ -221,6 +248,7 @@ class MujocoSimNode(LeanNode):
         if self.hold or self.paused is not None:
             return
         self._last_tick = time.monotonic()
+        self.gate.stepped()
         self.plant.step(self.steps_per_tick)
         for hook in self.step_hooks:
             hook(self.plant.time)
@@ -240,7 +268,7 @@ class MujocoSimNode(LeanNode):
 
     def _publish_sample(self) -> None:
         self.publish()
-        self.pacer.stepped()
+        self.gate.published(stamp_ns(self._sensors[0].header.stamp))
 
     def publish(self) -> None:
         plant, t = self.plant, self.plant.time
@@ -264,6 +292,7 @@ class MujocoSimNode(LeanNode):
         m.linear_acceleration.x, m.linear_acceleration.y, m.linear_acceleration.z = \
             (float(a) for a in imu.linear_acceleration)
         self.imu_pub.publish(m)
+        self._sensors = (js, m)
         gt = plant.ground_truth()
         odom = Odometry()
         sec_to_stamp(t, odom.header.stamp)
@@ -281,6 +310,23 @@ class MujocoSimNode(LeanNode):
         gj.position, gj.velocity = array.array("d", gpos.tobytes()), array.array("d", gvel.tobytes())
         self.gt_js_pub.publish(gj)
         self.forces_pub.publish(Float64MultiArray(data=plant.contact_force_array(self.contact_frames).tolist()))
+
+    def _on_diag(self) -> None:
+        """/diagnostics: what the plant took and did not take from its controller."""
+        warn = self.resent > 0 or self.rejected > 0
+        message = (f"re-sent {self.resent} states after the first command (no answer within "
+                   f"lockstep_timeout)" if self.resent else "running") + \
+            (f"; rejected {self.rejected} commands" if self.rejected else "")
+        status = DiagnosticStatus(level=DiagnosticStatus.WARN if warn else DiagnosticStatus.OK,
+                                  name=f"hybrid_dynamics: {self.get_name()}", message=message,
+                                  hardware_id=self.robot.name)
+        values = {"time": f"{self.plant.time:.6f}", "lockstep": self.lockstep, "commands": self.commands,
+                  "rejected_commands": self.rejected, "stale_answers": self.gate.stale, "resent": self.resent,
+                  "resent_at_start": self.resent_at_start, "waits": self.waits}
+        status.values = [KeyValue(key=k, value=str(v)) for k, v in values.items()]
+        msg = DiagnosticArray(status=[status])
+        msg.header.stamp = self.get_clock().now().to_msg()
+        self.diag_pub.publish(msg)
 
 
 def main(argv: Optional[List[str]] = None) -> int:

@@ -20,6 +20,7 @@ from ..model.robot import load_robot
 from ..runtime.inputs import sec_to_stamp
 from ..runtime.realtime import cpu_list, use_fifo_priority, use_process_cpus
 from .executor import WaitSetExecutor
+from .lockstep import answered_stamp
 from .qos import COMMAND_QOS, SENSOR_QOS
 
 
@@ -78,17 +79,20 @@ class StandingSource(Node):
 
 
 class CommandProbe(Node):
-    """Records every /effort_controller/commands message (arrival time, values)."""
+    """Records every /effort_controller/commands message (arrival time, values, the stamp
+    of the joint state it answers if it says: ros/lockstep.py)."""
 
     def __init__(self, name: str = "command_probe", topic: str = "/effort_controller/commands", **kwargs):
         super().__init__(name, **kwargs)
         self.commands: List[np.ndarray] = []
         self.times: List[float] = []
+        self.answers: List[Optional[int]] = []
         self.create_subscription(Float64MultiArray, topic, self._on_cmd, COMMAND_QOS)
 
     def _on_cmd(self, msg: Float64MultiArray) -> None:
         self.times.append(time.perf_counter())
         self.commands.append(np.asarray(msg.data, dtype=float))
+        self.answers.append(answered_stamp(msg.layout))
 
 
 def main(argv=None) -> int:

@@ -59,6 +59,7 @@ from ..runtime.realtime import fifo_priority, thread_cpus, use_cpus, use_fifo_pr
 from ..soft.coordinates import coordinate_names
 from . import params as P
 from .latency import LoopStatistics
+from .lockstep import answer_label, stamp_ns
 from .markers import build_markers
 from .node_base import BaseNode, spin_node
 from .qos import COMMAND_QOS, QUEUED_SENSOR_QOS, SENSOR_QOS, STATE_QOS
@@ -122,6 +123,11 @@ class WholeBodyControllerNode(BaseNode):
         self.cmd_msg = Float64MultiArray()
         self.cmd_msg.layout.dim = [MultiArrayDimension(label="joints", size=len(self.control.joints),
                                                        stride=len(self.control.joints))]
+        # lock-step: each command names the joint state it answers (ros/lockstep.py)
+        self._answering = self._answered = None       # stamps (ns): the state the next cycle answers, the last answered
+        self.answered_again = 0                       # copies of an answered state: its command sent again
+        if self.lockstep:
+            self.cmd_msg.layout.dim.append(MultiArrayDimension(label=answer_label(0), size=1, stride=1))
         self.cycle_msg = Float64MultiArray()
         self.force_msg = Float64MultiArray()
         self.force_pub = None
@@ -218,7 +224,17 @@ class WholeBodyControllerNode(BaseNode):
         perf = time.perf_counter()
         with self.lock:
             rejected = self._take_js(msg, self.now(), perf)
-        if self.lockstep and self.state.lockstep_after_joint_state(rejected=rejected):
+        if not self.lockstep:
+            return
+        stamp = stamp_ns(msg.header.stamp)
+        if not rejected and stamp == self._answered:
+            # a lock-step plant sent the state again (it did not get the answer in time):
+            # the same answer, no second cycle on the same instant
+            self.answered_again += 1
+            self.cmd_pub.publish(self.cmd_msg)
+            return
+        self._answering = stamp
+        if self.state.lockstep_after_joint_state(rejected=rejected):
             self._cycle()
 
     def _take_imu(self, msg: Imu, now: float) -> bool:
@@ -292,6 +308,9 @@ class WholeBodyControllerNode(BaseNode):
         self.note_restarts(self.state)
         # the command first: everything else of the cycle happens after it is on the wire
         self.cmd_msg.data = array.array("d", cycle.command.tobytes())
+        if self.lockstep:
+            self.cmd_msg.layout.dim[1].label = answer_label(self._answering or 0)
+            self._answered = self._answering
         self.cmd_pub.publish(self.cmd_msg)
         end = time.perf_counter()
         self.stats.ran(start, end)
@@ -409,6 +428,7 @@ class WholeBodyControllerNode(BaseNode):
             "safe_cycles": self.safe_cycles,
             "estimator_restarts": self.state.restarts,
             "accepted_joint_states": self.state.accepted["joint_states"],
+            "answered_again": self.answered_again,
             "accepted_imu": self.state.accepted["imu"],
             **self.stats.recent_ms(),
         })

@@ -93,6 +93,24 @@ def _all_finite(g):
 
 
 # ---------------------------------------------------------------------------- interfaces
+def test_lockstep_command_names_its_joint_state_and_a_copy_gets_the_same_answer(graph):
+    """Lock-step (``trigger: joint_states``): each command says which joint state it answers
+    (ros/lockstep.py: the plant steps only on the answer to its own state); the same state
+    again (a plant that did not get the answer in time sends it again) gets the same command,
+    with no second cycle on that instant."""
+    ctrl, probe = graph.nodes["whole_body_controller"], graph.probe
+    command = _step(graph)
+    assert command is not None
+    stamp = round(graph.source.t * 1e9)
+    assert probe.answers[-1] == stamp
+    cycles, again, n = ctrl.cycles, ctrl.answered_again, len(probe.commands)
+    graph.source.publish_sample(graph.source.t, imu=False, js=True)
+    assert graph.spin_until(lambda: len(probe.commands) > n, timeout=5.0)
+    assert np.array_equal(probe.commands[-1], command) and probe.answers[-1] == stamp
+    assert ctrl.cycles == cycles and ctrl.answered_again == again + 1
+    assert _step(graph) is not None and probe.answers[-1] > stamp and ctrl.cycles == cycles + 1
+
+
 def test_topics_types_and_qos(graph):
     p = graph.probe
     expect = {

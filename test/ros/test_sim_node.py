@@ -55,11 +55,15 @@ def test_sim_node_publishes_sensors_and_applies_commands():
         rclpy.shutdown(context=ctx)
 
 
+def stamp_of(msg) -> float:
+    return msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
+
+
 def test_lockstep_advances_one_period_per_command_and_damages_at_its_time():
-    """``lockstep``: no command, no physics (beyond the start-up watchdog); each command
-    advances exactly one publish period; the scheduled damage (``damage`` at ``damage_at``
-    on the plant's clock, which restarts at 0 after the settle) happens at its time exactly and
-    /sim/ground_truth/morphology says so."""
+    """``lockstep``: no command, no physics; each command advances exactly one publish
+    period and brings the state of that instant; the scheduled damage (``damage`` at
+    ``damage_at`` on the plant's clock, which restarts at 0 after the settle) happens at its
+    time exactly and /sim/ground_truth/morphology says so."""
     from rclpy.parameter import Parameter
     from rclpy.qos import DurabilityPolicy
     from std_msgs.msg import Float64MultiArray as F64
@@ -85,18 +89,23 @@ def test_lockstep_advances_one_period_per_command_and_damages_at_its_time():
         deadline = time.time() + 20
         while cmd.get_subscription_count() < 1 and time.time() < deadline:
             ex.spin_once(timeout_sec=0.05)
+        # the state at the clock's zero, which the watchdog publishes to start the loop: counted
+        # as the answer to the first command, it made the test wait for the wrong sample (on a
+        # loaded machine it could arrive after the first command was sent)
+        deadline = time.time() + 20
+        while not got and time.time() < deadline:
+            ex.spin_once(timeout_sec=0.05)
+        assert [stamp_of(m) for m in got] == [0.0] and sim.plant.time == 0.0
         hold = sim.plant.q()[7:].copy()
         mass = sim.plant.total_mass()
         for k in range(10):
-            n = len(got)
             cmd.publish(F64(data=(2.0 * (sim.robot.q_stand[7:] - hold)).tolist()))
             deadline = time.time() + 20
-            while len(got) == n and time.time() < deadline:
+            while stamp_of(got[-1]) < 0.005 * (k + 1) - 1e-9 and time.time() < deadline:
                 ex.spin_once(timeout_sec=0.05)
-            assert sim.plant.time == pytest.approx(0.005 * (k + 1))
-        stamps = [m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec for m in got]
-        assert np.allclose(np.diff(stamps), 0.005)
-        assert sim.watchdog_steps == 0 and sim.commands == 10
+            assert sim.plant.time == pytest.approx(0.005 * (k + 1))       # one period per command
+        assert np.allclose([stamp_of(m) for m in got], 0.005 * np.arange(11))   # and its state, once
+        assert sim.resent == sim.resent_at_start == 0 and sim.commands == 10
         assert sim.morphology.describe() == "leg3 removed" and sim.plant.total_mass() == pytest.approx(mass - 0.2)
         deadline = time.time() + 5
         while (not morph or len(forces) < 10) and time.time() < deadline:
@@ -104,6 +113,69 @@ def test_lockstep_advances_one_period_per_command_and_damages_at_its_time():
         assert morph and "leg3 removed" in morph[-1].data
         assert yaml.safe_load(morph[-1].data)["t"] == pytest.approx(0.02)   # scheduled: at its time exactly
         assert len(forces) == 10 and len(forces[0].data) == 3 * len(sim.robot.contacts)
+        ex.shutdown()
+        sim.destroy_node()
+        probe.destroy_node()
+    finally:
+        rclpy.shutdown(context=ctx)
+
+
+def test_lockstep_steps_only_on_the_answer_to_its_state_through_a_stalled_controller():
+    """A controller stand-in stalls on two states in a row, past the plant's
+    ``lockstep_timeout`` (until the plant sends the state again, or 0.5 s): the plant sends
+    each such state again instead of stepping, steps on the first answer and ignores the
+    second (counted), and every step applies the answer to the state it steps from. Before,
+    the watchdog stepped on the last command and the two late answers left two states in
+    flight: every later command was applied a period late (the per-process failure of
+    jethexa_shank, docs/launch.md)."""
+    from collections import deque
+    from rclpy.parameter import Parameter
+    from hybrid_dynamics.ros.lockstep import answer_label, answered_stamp, stamp_ns
+    from std_msgs.msg import MultiArrayDimension
+    period, stalled = 0.005, (5, 6)
+    ctx = Context()
+    rclpy.init(context=ctx)
+    try:
+        params = [Parameter("lockstep", value=True), Parameter("publish_rate", value=1 / period),
+                  Parameter("lockstep_timeout", value=0.2), Parameter("settle", value=0.3)]
+        sim = MujocoSimNode(context=ctx, parameter_overrides=params)
+        applied = []            # (state stepped from, the state whose answer it applied)
+        sim.step_hooks.append(lambda t: applied.append(
+            (round(t / period) - 1, int(round(1e3 * sim.plant.joint_states()[3][0])))))
+        probe = Node("probe", context=ctx)
+        cmd = probe.create_publisher(Float64MultiArray, "/effort_controller/commands", 10)
+        queue, copies = deque(), {}          # first in, first out: a held answer holds the next ones
+
+        def on_state(msg):
+            k = round(stamp_of(msg) / period)
+            copies[k] = copies.get(k, 0) + 1
+            hold = 0.5 if k in stalled and copies[k] == 1 else 0.0
+            answer = Float64MultiArray(data=[1e-3 * k] * len(sim.command_joints))
+            answer.layout.dim = [MultiArrayDimension(label="joints", size=18, stride=18),
+                                 MultiArrayDimension(label=answer_label(stamp_ns(msg.header.stamp)), size=1, stride=1)]
+            assert answered_stamp(answer.layout) == stamp_ns(msg.header.stamp)
+            queue.append((time.time() + hold, k, answer))
+
+        def answer_due():
+            while queue:
+                due, k, answer = queue[0]
+                if time.time() < due and copies[k] == 1:      # stalled until the plant sends it again
+                    return
+                queue.popleft()
+                cmd.publish(answer)
+        probe.create_subscription(JointState, "/joint_states", on_state,
+                                  QoSProfile(depth=100, reliability=ReliabilityPolicy.BEST_EFFORT))
+        probe.create_timer(0.01, answer_due)
+        ex = SingleThreadedExecutor(context=ctx)
+        ex.add_node(sim)
+        ex.add_node(probe)
+        deadline = time.time() + 60
+        while sim.plant.time < 20 * period - 1e-9 and time.time() < deadline:
+            ex.spin_once(timeout_sec=0.01)
+        assert len(applied) >= 20, applied
+        assert all(s == a for s, a in applied), applied
+        assert [s for s, _ in applied] == list(range(len(applied)))       # one step per state
+        assert sim.resent >= len(stalled) and sim.gate.stale >= len(stalled), (sim.resent, sim.gate.stale)
         ex.shutdown()
         sim.destroy_node()
         probe.destroy_node()
