@@ -1,6 +1,7 @@
 """MuJoCo's equivalent of soft modules: each strain rod of ``soft_modules`` (constant curvature,
-piecewise-constant strain, variable strain) as a pseudo-rigid-body (PRB) chain, rigid links
-joined by springs, added to the rigid robot's MJCF at load.
+piecewise-constant strain, variable strain), on its module joint, as a pseudo-rigid-body (PRB)
+chain, rigid links joined by springs, added to the rigid robot's MJCF at load. Other bodies
+are refused at load, saying why and what to do (``NO_EQUIVALENT``).
 
 A rod of length L is cut into n equal pieces of length l = L / n: one for a constant-curvature
 (``cc``) rod, its ``segments`` for a piecewise-constant-strain (``pcs``) rod, its ``steps`` (the
@@ -30,6 +31,13 @@ takes the mass of its length.
   coordinates (B a signed identity): they are named after them, ``<module>_q<k>``, the planar
   rod's hinge about -y.
 
+A module's own joint (``revolute``, ``prismatic``, ``axes``) becomes MuJoCo hinges and slides on
+the rod's proximal link, at its placement, in the order given: MuJoCo composes a body's joints
+in sequence, each in the frame the previous ones moved, as soft/joints.py's ``AxesJoint``. They
+carry no spring (the model's joints have none) and come first among the module's coordinates,
+``<module>_q0`` ... (test/soft/test_soft_rod_mujoco.py: a rod on a free hinge swung by a tip
+force, and its swing's frequency, against our statics and our model's linearisation).
+
 Why not MuJoCo's elastic cable (the ``mujoco.elasticity.cable`` plugin, shipped with the wheel):
 its elements are joined by ball joints (bending and twist only: no stretch nor shear, which our
 rods and pads have), and a chain of ball joints has no one-to-one map to the strain coordinates
@@ -48,9 +56,22 @@ import pinocchio as pin
 from ..errors import InputError
 from ..model.soft_fields import BODY_FIELDS
 from ..soft.bodies import StrainRod
+from ..soft.joints import AxesJoint
 from ..soft.spec import build_module
 
 STRAINS = ("kx", "ky", "kz", "sx", "sy", "sz")      # rows of a strain basis Phi (angular first)
+# why a body has no equivalent here, and what to do instead (docs/soft.md, "In MuJoCo")
+NO_EQUIVALENT = {
+    "lvp": "its primitives (stretch, bending, twist, shear, source) deform the cross-sections themselves at "
+           "constant volume, which no chain of rigid links joined by springs reproduces, and MuJoCo's deformable "
+           "bodies (flex) take a mesh and a linear-elastic material, not these maps nor their elastic coefficient. "
+           "Simulate the module with the library's own dynamics (soft/motion.py), or give the MuJoCo run a cc or pcs "
+           "rod of the same length, radius and stiffness",
+    "modal": "its cross-sections translate without turning, within the span of its Ritz shapes, and no "
+             "equivalent chain held to that span is built yet. Simulate the module with the library's own "
+             "dynamics (soft/motion.py), or give the MuJoCo run a pcs rod of the same length, radius and stiffness",
+    "rigid": "give the rigid part to the robot's URDF and MJCF as a link",
+}
 BLUE = [0.2, 0.6, 0.9, 1]
 
 
@@ -94,10 +115,14 @@ def _pieces(kind: str, body: dict) -> int:
 def _add_rod(spec, robot, s, tips: dict):
     block = s.block["body"]
     kind = block.get("type")
-    rod = build_module(robot.soft_doc, s.where, s.block, None, s.joint).body
-    if not isinstance(rod, StrainRod) or s.joint["type"] != "fixed":
-        raise InputError(f"soft module '{s.name}': MuJoCo's equivalent model covers strain rods (cc, pcs, gvs) "
-                         "on a fixed joint", file=str(robot.manifest), field="soft_modules")
+    module = build_module(robot.soft_doc, s.where, s.block, None, s.joint)
+    rod = module.body
+    if not isinstance(rod, StrainRod):
+        raise InputError(f"soft module '{s.name}': MuJoCo's equivalent model covers strain rods (cc, pcs, gvs), "
+                         f"not a {kind} body: {NO_EQUIVALENT.get(kind, '')}", file=str(robot.manifest),
+                         field="soft_modules")
+    axes = module.joint.axes if isinstance(module.joint, AxesJoint) else []      # fixed: none (the manifest
+    # refuses a free flyer on a leaf of the rigid tree)
     material = {**BODY_FIELDS[kind], **block}
     L, r, rho = rod.length, rod.radius, float(material["density"])
     E, nu, eta = float(material["youngs_modulus"]), float(material["poisson"]), float(material["damping_time"])
@@ -119,7 +144,7 @@ def _add_rod(spec, robot, s, tips: dict):
     if signed_identity:             # the joints are the coordinates (CC)
         signs = B.sum(axis=1)
         coordinate = np.abs(B).argmax(axis=1)
-        names = [f"{s.name}_q{k}" for k in coordinate]
+        names = [f"{s.name}_q{len(axes) + k}" for k in coordinate]
         P = np.zeros_like(B)
         P[coordinate, np.arange(len(B))] = 1.0
     else:
@@ -127,6 +152,12 @@ def _add_rod(spec, robot, s, tips: dict):
         names = [f"{s.name}_p{j}_{STRAINS[c]}" for j, c in rows]
         P = np.linalg.pinv(B)
     link = _placed_root(spec, robot, s, tips)
+    # the module's joint: its axes at the rod's root, in sequence (each in the frame the
+    # previous ones moved, as soft/joints.py's AxesJoint and as MuJoCo composes a body's
+    # joints); its coordinates come first, <module>_q0 ..., and carry no spring
+    for k, (kind_k, axis) in enumerate(axes):
+        link.add_joint(name=f"{s.name}_q{k}", axis=axis.tolist(),
+                       type=mujoco.mjtJoint.mjJNT_HINGE if kind_k == "revolute" else mujoco.mjtJoint.mjJNT_SLIDE)
     lengths = [piece / 2] + [piece] * (n - 1) + [piece / 2]
     bodies = [link]
     _inertial(link, rho * area, r, lengths[0])
@@ -153,7 +184,11 @@ def _add_rod(spec, robot, s, tips: dict):
         tip.add_geom(name=s.root, type=mujoco.mjtGeom.mjGEOM_SPHERE, size=size, pos=[0, 0, lengths[-1]],
                      rgba=rgba, contype=contype, conaffinity=conaff)
     tip.add_site(name=f"{s.name}_contact", pos=[0, 0, lengths[-1]])
-    return names, [f"{s.name}_q{k}" for k in range(rod.nq)], P
+    nj = len(axes)
+    block = np.zeros((nj + P.shape[0], nj + P.shape[1]))
+    block[:nj, :nj] = np.eye(nj)
+    block[nj:, nj:] = P
+    return [f"{s.name}_q{k}" for k in range(nj)] + names, [f"{s.name}_q{k}" for k in range(nj + rod.nq)], block
 
 
 def _placed_root(spec, robot, s, tips: dict):
