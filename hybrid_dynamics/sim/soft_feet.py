@@ -55,11 +55,12 @@ import pinocchio as pin
 
 from ..errors import InputError
 from ..model.soft_fields import BODY_FIELDS
-from ..soft.bodies import StrainRod
+from ..soft.bodies import ModalBody, StrainRod
 from ..soft.joints import AxesJoint
 from ..soft.spec import build_module
 
 STRAINS = ("kx", "ky", "kz", "sx", "sy", "sz")      # rows of a strain basis Phi (angular first)
+MODAL_PIECES = 10          # links of a modal body's chain (its kinetic energy to O(1 / n^2))
 # why a body has no equivalent here, and what to do instead (docs/soft.md, "In MuJoCo")
 NO_EQUIVALENT = {
     "lvp": "its primitives (stretch, bending, twist, shear, source) deform the cross-sections themselves at "
@@ -67,9 +68,6 @@ NO_EQUIVALENT = {
            "bodies (flex) take a mesh and a linear-elastic material, not these maps nor their elastic coefficient. "
            "Simulate the module with the library's own dynamics (soft/motion.py), or give the MuJoCo run a cc or pcs "
            "rod of the same length, radius and stiffness",
-    "modal": "its cross-sections translate without turning, within the span of its Ritz shapes, and no "
-             "equivalent chain held to that span is built yet. Simulate the module with the library's own "
-             "dynamics (soft/motion.py), or give the MuJoCo run a pcs rod of the same length, radius and stiffness",
     "rigid": "give the rigid part to the robot's URDF and MJCF as a link",
 }
 BLUE = [0.2, 0.6, 0.9, 1]
@@ -95,7 +93,7 @@ def add_equivalent_modules(spec: "mujoco.MjSpec", robot) -> Equivalent:
     roots = list(dict.fromkeys(s.root for s in robot.soft_modules))
     for root in roots:
         for s in (s for s in robot.soft_modules if s.root == root):
-            joints, names, P = _add_rod(spec, robot, s, tips)
+            joints, names, P = _add_module(spec, robot, s, tips)
             out.joints += joints
             out.names += names
             blocks.append(P)
@@ -112,21 +110,84 @@ def _pieces(kind: str, body: dict) -> int:
     return {"cc": 1, "pcs": int(body.get("segments", 1)), "gvs": int(body.get("steps", BODY_FIELDS["gvs"]["steps"]))}[kind]
 
 
-def _add_rod(spec, robot, s, tips: dict):
-    block = s.block["body"]
-    kind = block.get("type")
+def _add_module(spec, robot, s, tips: dict):
+    """Add module ``s`` (its joint, then its body's chain); returns (MuJoCo joint names, the
+    module's coordinate names, the block P of ``coordinates = P @ joint values``)."""
+    kind = s.block["body"].get("type")
     module = build_module(robot.soft_doc, s.where, s.block, None, s.joint)
-    rod = module.body
-    if not isinstance(rod, StrainRod):
-        raise InputError(f"soft module '{s.name}': MuJoCo's equivalent model covers strain rods (cc, pcs, gvs), "
-                         f"not a {kind} body: {NO_EQUIVALENT.get(kind, '')}", file=str(robot.manifest),
-                         field="soft_modules")
+    if not isinstance(module.body, (StrainRod, ModalBody)):
+        raise InputError(f"soft module '{s.name}': MuJoCo's equivalent model covers strain rods (cc, pcs, gvs) "
+                         f"and modal bodies, not a {kind} body: {NO_EQUIVALENT.get(kind, '')}",
+                         file=str(robot.manifest), field="soft_modules")
     axes = module.joint.axes if isinstance(module.joint, AxesJoint) else []      # fixed: none (the manifest
     # refuses a free flyer on a leaf of the rigid tree)
-    material = {**BODY_FIELDS[kind], **block}
-    L, r, rho = rod.length, rod.radius, float(material["density"])
-    E, nu, eta = float(material["youngs_modulus"]), float(material["poisson"]), float(material["damping_time"])
-    n = _pieces(kind, block)
+    material = {**BODY_FIELDS[kind], **s.block["body"]}
+    chain = _rod_chain(robot, s, module.body, material, len(axes)) if isinstance(module.body, StrainRod) \
+        else _modal_chain(module.body, s.name, material)
+    link = _placed_root(spec, robot, s, tips)
+    # the module's joint: its axes at the body's root, in sequence (each in the frame the
+    # previous ones moved, as soft/joints.py's AxesJoint and as MuJoCo composes a body's
+    # joints); its coordinates come first, <module>_q0 ..., and carry no spring
+    for k, (kind_k, axis) in enumerate(axes):
+        link.add_joint(name=f"{s.name}_q{k}", axis=axis.tolist(),
+                       type=mujoco.mjtJoint.mjJNT_HINGE if kind_k == "revolute" else mujoco.mjtJoint.mjJNT_SLIDE)
+    n = len(chain.joints)
+    piece = module.body.length / n
+    lengths = [piece / 2] + [piece] * (n - 1) + [piece / 2]
+    mass_per_length = float(material["density"]) * (np.pi * float(material["radius"]) ** 2)     # rho A
+    bodies = [link]
+    _inertial(link, mass_per_length, float(material["radius"]), lengths[0])
+    for j in range(n):
+        child = bodies[-1].add_body(name=f"{s.name}_tip" if j == n - 1 else f"{s.name}_link{j + 1}",
+                                    pos=[0, 0, lengths[j]])
+        _inertial(child, mass_per_length, float(material["radius"]), lengths[j + 1])
+        for name, axis, hinge, stiff in chain.joints[j]:
+            child.add_joint(name=name, axis=axis, stiffness=stiff, damping=chain.damping_time * stiff,
+                            springref=0.0, type=mujoco.mjtJoint.mjJNT_HINGE if hinge else mujoco.mjtJoint.mjJNT_SLIDE)
+        bodies.append(child)
+    _couple(spec, s.name, chain)
+    tip = bodies[-1]
+    tips[s.name] = (tip, np.array([0.0, 0.0, lengths[-1]]))
+    # the contact sphere moves from the rigid foot to the tip of the module that carries the
+    # contact (same name: contact forces stay keyed by the foot)
+    foot = spec.geom(s.root) if s.has_contact else None
+    if foot is not None:
+        size, rgba, contype, conaff = list(foot.size), list(foot.rgba), foot.contype, foot.conaffinity
+        spec.delete(foot)
+        tip.add_geom(name=s.root, type=mujoco.mjtGeom.mjGEOM_SPHERE, size=size, pos=[0, 0, lengths[-1]],
+                     rgba=rgba, contype=contype, conaffinity=conaff)
+    tip.add_site(name=f"{s.name}_contact", pos=[0, 0, lengths[-1]])
+    names = [name for link_joints in chain.joints for name, *_ in link_joints]
+    nj = len(axes)
+    block = np.zeros((nj + chain.P.shape[0], nj + chain.P.shape[1]))
+    block[:nj, :nj] = np.eye(nj)
+    block[nj:, nj:] = chain.P
+    return [f"{s.name}_q{k}" for k in range(nj)] + names, \
+        [f"{s.name}_q{k}" for k in range(nj + chain.P.shape[0])], block
+
+
+@dataclass
+class Chain:
+    """A body's equivalent chain: per link (after the fixed proximal half piece) its joints
+    (name, axis, hinge or slide, stiffness), ``P`` (its coordinates from the joint values),
+    the Kelvin-Voigt damping time, and for a body held to a subspace of the joint values the
+    springs coupling them (``springs``: rows of joint coefficients, stiffnesses) and the
+    combinations held at zero (``held``)."""
+    joints: List[list]
+    P: np.ndarray
+    damping_time: float
+    springs: tuple = (np.zeros((0, 0)), np.zeros(0))
+    held: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
+
+
+def _rod_chain(robot, s, rod: StrainRod, material: dict, first: int) -> Chain:
+    """A strain rod: at the middle of each of its n pieces one joint per strain component its
+    basis uses, ``theta_j = l Phi(s_j) q``, stiffness the section's over l (module docstring);
+    its coordinates are numbered after the module joint's ``first``."""
+    kind = material["type"]
+    L, r = rod.length, rod.radius
+    E, nu = float(material["youngs_modulus"]), float(material["poisson"])
+    n = _pieces(kind, material)
     piece = L / n
     area, second, G = np.pi * r ** 2, np.pi * r ** 4 / 4, E / (2 * (1 + nu))
     section = np.array([E * second, E * second, 2 * G * second, G * area, G * area, E * area])
@@ -144,51 +205,64 @@ def _add_rod(spec, robot, s, tips: dict):
     if signed_identity:             # the joints are the coordinates (CC)
         signs = B.sum(axis=1)
         coordinate = np.abs(B).argmax(axis=1)
-        names = [f"{s.name}_q{len(axes) + k}" for k in coordinate]
+        names = [f"{s.name}_q{first + k}" for k in coordinate]
         P = np.zeros_like(B)
         P[coordinate, np.arange(len(B))] = 1.0
     else:
         signs = np.ones(len(rows))
         names = [f"{s.name}_p{j}_{STRAINS[c]}" for j, c in rows]
         P = np.linalg.pinv(B)
-    link = _placed_root(spec, robot, s, tips)
-    # the module's joint: its axes at the rod's root, in sequence (each in the frame the
-    # previous ones moved, as soft/joints.py's AxesJoint and as MuJoCo composes a body's
-    # joints); its coordinates come first, <module>_q0 ..., and carry no spring
-    for k, (kind_k, axis) in enumerate(axes):
-        link.add_joint(name=f"{s.name}_q{k}", axis=axis.tolist(),
-                       type=mujoco.mjtJoint.mjJNT_HINGE if kind_k == "revolute" else mujoco.mjtJoint.mjJNT_SLIDE)
-    lengths = [piece / 2] + [piece] * (n - 1) + [piece / 2]
-    bodies = [link]
-    _inertial(link, rho * area, r, lengths[0])
-    for j in range(n):
-        child = bodies[-1].add_body(name=f"{s.name}_tip" if j == n - 1 else f"{s.name}_link{j + 1}",
-                                    pos=[0, 0, lengths[j]])
-        _inertial(child, rho * area, r, lengths[j + 1])
-        for (jj, c), name, sign in zip(rows, names, signs):
-            if jj != j:
-                continue
-            axis = (sign * np.eye(3)[c % 3]).tolist()
-            stiff = section[c] / piece
-            child.add_joint(name=name, axis=axis, stiffness=stiff, damping=eta * stiff, springref=0.0,
-                            type=mujoco.mjtJoint.mjJNT_HINGE if c < 3 else mujoco.mjtJoint.mjJNT_SLIDE)
-        bodies.append(child)
-    tip = bodies[-1]
-    tips[s.name] = (tip, np.array([0.0, 0.0, lengths[-1]]))
-    # the contact sphere moves from the rigid foot to the tip of the module that carries the
-    # contact (same name: contact forces stay keyed by the foot)
-    foot = spec.geom(s.root) if s.has_contact else None
-    if foot is not None:
-        size, rgba, contype, conaff = list(foot.size), list(foot.rgba), foot.contype, foot.conaffinity
-        spec.delete(foot)
-        tip.add_geom(name=s.root, type=mujoco.mjtGeom.mjGEOM_SPHERE, size=size, pos=[0, 0, lengths[-1]],
-                     rgba=rgba, contype=contype, conaffinity=conaff)
-    tip.add_site(name=f"{s.name}_contact", pos=[0, 0, lengths[-1]])
-    nj = len(axes)
-    block = np.zeros((nj + P.shape[0], nj + P.shape[1]))
-    block[:nj, :nj] = np.eye(nj)
-    block[nj:, nj:] = P
-    return [f"{s.name}_q{k}" for k in range(nj)] + names, [f"{s.name}_q{k}" for k in range(nj + rod.nq)], block
+    joints = [[(name, (sign * np.eye(3)[c % 3]).tolist(), c < 3, section[c] / piece)
+               for (jj, c), name, sign in zip(rows, names, signs) if jj == j] for j in range(n)]
+    return Chain(joints, P, float(material["damping_time"]))
+
+
+def _modal_chain(body: ModalBody, name: str, material: dict) -> Chain:
+    """A modal (Ritz) body [Pustina 2024, Eq. (13)]: its cross-sections translate, by
+    ``w(s) = sum_j phi_j(s) q_j d_j``. Link k of n (pieces of l = L / n) carries
+    the sections around ``s_k = k l`` and translates by ``w(s_k)`` (the last, a half piece,
+    by the distal face's ``w(L)``): two slides (x, y) per link, ``theta_k = w(s_k) -
+    w(s_(k-1))``, so ``theta = B q``. The joints are held to B's span (the combinations
+    orthogonal to it at zero, MuJoCo tendon equalities) and the body's energy ``1/2 q^T K q``
+    is ``1/2 theta^T B+^T K B+ theta`` there: springs on fixed tendons along that matrix's
+    eigenvectors (MuJoCo's joint springs are diagonal). The mass of each link is its
+    length's; the kinetic energy is then the modal one's by the midpoint rule over the pieces
+    (the last half piece's at the face)."""
+    n = MODAL_PIECES
+    stations = np.arange(n + 1) * body.length / n
+    # w(s_k) per coordinate: mode j = (direction d, power p) moves the section by (s / L)^p along d
+    W = np.zeros((n + 1, 2, body.nq))
+    for j, (d, p) in enumerate(body.modes):
+        W[:, d, j] = (stations / body.length) ** p
+    B = np.concatenate([W[k] - W[k - 1] for k in range(1, n + 1)])      # rows: link k's x, y slides
+    P = np.linalg.pinv(B)
+    values, vectors = np.linalg.eigh(P.T @ body.stiffness @ P)
+    keep = values > 1e-12 * values.max()
+    left, _, _ = np.linalg.svd(B)
+    joints = [[(f"{name}_p{k}_{axis}", np.eye(3)[c].tolist(), False, 0.0) for c, axis in enumerate(("sx", "sy"))]
+              for k in range(n)]
+    return Chain(joints, P, float(material["damping_time"]), (vectors[:, keep].T, values[keep]),
+                 left[:, np.linalg.matrix_rank(B):].T)
+
+
+def _couple(spec, name: str, chain: Chain) -> None:
+    """A chain's springs between joints (fixed tendons with a stiffness, damping its
+    Kelvin-Voigt time times it) and its held combinations (fixed tendons whose length an
+    equality holds at zero, as stiff as the step allows, as the plant's joint locks)."""
+    joints = [j for link_joints in chain.joints for j, *_ in link_joints]
+    rows, stiffness = chain.springs
+    for k, (row, stiff) in enumerate(zip(rows, stiffness)):
+        tendon = spec.add_tendon(name=f"{name}_spring{k}", stiffness=float(stiff),
+                                 damping=chain.damping_time * float(stiff))
+        for joint, coef in zip(joints, row):
+            tendon.wrap_joint(joint, float(coef))
+    for k, row in enumerate(chain.held):
+        tendon = spec.add_tendon(name=f"{name}_held{k}")
+        for joint, coef in zip(joints, row):
+            tendon.wrap_joint(joint, float(coef))
+        eq = spec.add_equality(type=mujoco.mjtEq.mjEQ_TENDON, name1=tendon.name)
+        eq.solref = [2 * spec.option.timestep, 1.0]
+        eq.solimp = [0.99, 0.999, 0.001, 0.5, 2.0]
 
 
 def _placed_root(spec, robot, s, tips: dict):
