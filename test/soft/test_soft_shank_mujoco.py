@@ -2,7 +2,8 @@
 of ``demo --library``): each leg ends in a chain of two soft modules, a compliant shank carrying
 a silicone pad, and the ground touches the pad (the contact on a module hung from another soft
 module). jethexa_shank's shank is a constant-curvature rod, jethexa_cosserat's a
-piecewise-constant-strain Cosserat rod of two segments. The plant's modules are the
+piecewise-constant-strain Cosserat rod of two segments, jethexa_gvs's a variable-strain rod
+(each strain linear along it; one piece here: its stretch at the middle). The plant's modules are the
 pseudo-rigid-body equivalents of the controller's rods (sim/soft_feet.py: a joint per strain
 component at the middle of each piece), the pad's hung from the shank's distal link at its
 distal face.
@@ -20,7 +21,7 @@ from hybrid_dynamics.soft.coordinates import coordinate_names
 from hybrid_dynamics.soft.spec import build_module
 from soft_walk import walk_recorded
 
-COORDINATES = {"jethexa_shank": 36, "jethexa_cosserat": 54}
+COORDINATES = {"jethexa_shank": 36, "jethexa_cosserat": 54, "jethexa_gvs": 54}
 
 
 @pytest.fixture(scope="module", params=sorted(COORDINATES))
