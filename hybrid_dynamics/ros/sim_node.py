@@ -192,8 +192,8 @@ class MujocoSimNode(LeanNode):
             self._resend()
 
     def _resend(self) -> None:
-        """Lock-step: the state awaiting its answer sent again (same stamp), not a step: its
-        joint state may have been lost, or the controller is slow (its answer to the first copy
+        """Lock-step: the state awaiting its answer sent again (same stamp: /clock, joint state,
+        IMU), not a step: its joint state may have been lost, or the controller is slow (its answer to the first copy
         then steps the plant, and the second is ignored as an older state's)."""
         if self.commands == 0:
             self.resent_at_start += 1
@@ -203,6 +203,9 @@ class MujocoSimNode(LeanNode):
                                       f"{self.lockstep_timeout} s: sent again (counted on /diagnostics)",
                                       throttle_duration_sec=5.0)
         self._last_tick = time.monotonic()
+        clock = Clock()                 # the clock too: a node that missed the state's may be waiting for it
+        sec_to_stamp(self.plant.time, clock.clock)
+        self.clock_pub.publish(clock)
         js, imu = self._sensors
         self.js_pub.publish(js)
         self.imu_pub.publish(imu)
