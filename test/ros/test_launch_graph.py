@@ -148,7 +148,8 @@ def test_sim_launch_real_time_keeps_control_on_a_loaded_machine(install, tmp_pat
 
 
 # the soft modules of each leg of the soft robots (robots/<robot>/robot.yaml), each 30 mm long
-SOFT_MODULES = {"jethexa_soft": ("pad",), "jethexa_shank": ("shank", "pad"), "jethexa_cosserat": ("shank", "pad")}
+SOFT_MODULES = {"jethexa_soft": ("pad",), "jethexa_shank": ("shank", "pad"), "jethexa_cosserat": ("shank", "pad"),
+               "jethexa_gvs": ("shank", "pad")}
 
 
 def soft_stands_then_walks(install, tmp_path, stand: float, duration: float, robot: str = "jethexa_soft"):
@@ -209,11 +210,12 @@ def test_sim_launch_jethexa_soft_stands_then_walks(install, tmp_path):
     soft_stands_then_walks(install, tmp_path, 2.5, 6.0)
 
 
-@pytest.mark.parametrize("robot", ["jethexa_shank", "jethexa_cosserat"])
+@pytest.mark.parametrize("robot", ["jethexa_shank", "jethexa_cosserat", "jethexa_gvs"])
 def test_sim_launch_soft_chains_stand_then_walk(install, tmp_path, robot):
     """Two soft modules per leg (config/<robot>.yaml: jethexa_soft's filter settings, jethexa's
-    fall alert), the shank a CC rod (jethexa_shank) or a PCS Cosserat rod of two segments
-    (jethexa_cosserat): 36 or 54 coordinates published, 12 modules drawn, no false detection."""
+    fall alert), the shank a CC rod (jethexa_shank), a PCS Cosserat rod of two segments
+    (jethexa_cosserat) or a GVS rod of order 2 (jethexa_gvs): 36 or 54 coordinates published,
+    12 modules drawn, no false detection."""
     soft_stands_then_walks(install, tmp_path, 2.5, 6.0, robot=robot)
 
 
