@@ -46,8 +46,8 @@ class MorphologyManagerNode(BaseNode):
         self.source = "initial"
         self.detections: List[dict] = []
         self._surviving = (None, set())
-        self.create_subscription(JointState, self.p["joint_states_topic"], self._on_js, SENSOR_QOS,
-                                 callback_group=self.group)
+        self.create_sensor_subscription(JointState, self.p["joint_states_topic"], self._on_js, SENSOR_QOS,
+                                        callback_group=self.group)
         # detections made in the controller's cycle (its ``detector: true``, runtime/detection.py)
         self.create_subscription(String, self.p["detections_topic"], self._on_detections, STATE_QOS,
                                  callback_group=self.group)

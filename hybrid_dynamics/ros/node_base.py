@@ -22,6 +22,7 @@ from ..model.damage_events import morphology_from_yaml
 from ..model.morphology import Morphology
 from ..model.robot import load_robot
 from . import params as P
+from .cdr import READERS, MalformedMessage
 from .executor import WaitSetExecutor
 from .lean import LeanNode
 from .qos import LATCHED_QOS, STATE_QOS
@@ -56,6 +57,23 @@ class BaseNode(LeanNode):
         def on_matched(info) -> None:
             self.matched[topic] = info.current_count
         return SubscriptionEventCallbacks(matched=on_matched)
+
+    def create_sensor_subscription(self, msg_type, topic: str, callback, qos, **kwargs):
+        """A ``JointState`` or ``Imu`` subscription taken as bytes and read by
+        :mod:`.cdr` (the executor's thread spends less on each message than rclpy's conversion
+        into its message object); ``callback`` gets an object with the message's fields. Bytes
+        that hold no whole message are a fault ``malformed`` (counted on /diagnostics, field:
+        the topic), and the callback is not called."""
+        read = READERS[msg_type]()
+
+        def on_bytes(data) -> None:
+            try:
+                msg = read(data)
+            except MalformedMessage as exc:
+                self.fault("malformed", str(exc), topic)
+                return
+            callback(msg)
+        return self.create_subscription(msg_type, topic, on_bytes, qos, raw=True, **kwargs)
 
     def now(self) -> float:
         return self.get_clock().now().nanoseconds * 1e-9

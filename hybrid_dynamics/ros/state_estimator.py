@@ -35,9 +35,9 @@ class StateEstimatorNode(BaseNode):
         rate = float(self.p["publish_rate"])
         self.min_interval = 1.0 / rate if rate > 0 else 0.0
         self._last_pub = -np.inf
-        self.create_subscription(Imu, self.p["imu_topic"], self._on_imu, SENSOR_QOS, callback_group=self.group)
-        self.create_subscription(JointState, self.p["joint_states_topic"], self._on_js, SENSOR_QOS,
-                                 callback_group=self.group)
+        self.create_sensor_subscription(Imu, self.p["imu_topic"], self._on_imu, SENSOR_QOS, callback_group=self.group)
+        self.create_sensor_subscription(JointState, self.p["joint_states_topic"], self._on_js, SENSOR_QOS,
+                                        callback_group=self.group)
         self.follow_morphology()
         self.stance_frames = [c.frame for c in self.robot.contacts]
         if self.p["stance_topic"]:

@@ -100,11 +100,11 @@ class WholeBodyControllerNode(BaseNode):
         self._imu_slot: Optional[tuple] = None
         self._js_slot: Optional[tuple] = None
         on_imu, on_js = (self._slot_imu, self._slot_js) if self.threaded else (self._on_imu, self._on_js)
-        self.create_subscription(Imu, self.p["imu_topic"], on_imu, qos, callback_group=inputs,
-                                 event_callbacks=self.matched_events(self.p["imu_topic"]))
-        self.create_subscription(JointState, self.p["joint_states_topic"], on_js, qos,
-                                 callback_group=inputs,
-                                 event_callbacks=self.matched_events(self.p["joint_states_topic"]))
+        self.create_sensor_subscription(Imu, self.p["imu_topic"], on_imu, qos, callback_group=inputs,
+                                        event_callbacks=self.matched_events(self.p["imu_topic"]))
+        self.create_sensor_subscription(JointState, self.p["joint_states_topic"], on_js, qos,
+                                        callback_group=inputs,
+                                        event_callbacks=self.matched_events(self.p["joint_states_topic"]))
         self._pending_morphology: Optional[Morphology] = None     # apply_morphology
         self.detection: Optional[CycleDetector] = None
         self.detections: List[dict] = []

@@ -259,3 +259,25 @@ def test_flood_keeps_the_loop_running():
 @pytest.mark.long
 def test_flood_of_twenty_thousand():
     check_flood(flood(20000, seed=1))
+
+
+def test_bytes_that_hold_no_message_are_counted_and_commands_resume(graph):
+    """The sensor subscriptions take bytes (ros/cdr.py): a joint state and an IMU sample cut
+    short on the wire are a fault ``malformed`` under their topic in the controller and the
+    estimator, reported on /diagnostics; the graph goes on and valid input commands again."""
+    from rclpy.serialization import serialize_message
+    ctrl, est = graph.nodes[CTRL], graph.nodes["state_estimator"]
+    assert _pair(graph) is not None
+    src = graph.source
+    js = serialize_message(graph.build.joint_state(src.t))
+    imu = serialize_message(graph.build.imu(src.t))
+    before = ctrl.faults["malformed"], est.faults["malformed"]
+    src.js_pub.publish(js[:40])
+    time.sleep(0.005)
+    src.imu_pub.publish(imu[:100])
+    assert graph.spin_until(lambda: ctrl.faults["malformed"] >= before[0] + 2
+                            and est.faults["malformed"] >= before[1] + 2, timeout=10.0)
+    assert ctrl.fault_fields[ctrl.p["joint_states_topic"]] >= 1
+    assert graph.spin_until(lambda: int(graph.probe.diag.get(CTRL, {}).get("rejected.malformed", 0)) >= 1, timeout=10.0)
+    assert _recovers(graph) <= RECOVERY_CYCLES
+    assert graph.error is None
