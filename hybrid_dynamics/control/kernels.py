@@ -14,7 +14,7 @@ from numba import boolean, float64, intp, njit, types, void
 
 # one signature per kernel, any memory layout ('A'): compiled when this module is imported
 # (cached on disk), never in a control cycle, whatever layouts Pinocchio hands over
-F1, F2, F3, F4 = float64[:], float64[:, :], float64[:, :, :], float64[:, :, :, :]
+F1, F2, F3, F4, F5 = float64[:], float64[:, :], float64[:, :, :], float64[:, :, :, :], float64[:, :, :, :, :]
 I1, B1 = intp[:], boolean[:]
 f8, i8 = float64, intp
 RO2 = types.Array(float64, 2, "A", readonly=True)      # Pinocchio's placements, a read-only view
@@ -140,6 +140,22 @@ def sole_wrench(H, g, start, R, K, G, scale):
                             t += K[a, b, p, q] * R[j, q]
                         s += R[i, p] * t
                     H[ra + i, rb + j] += s
+
+
+@njit(void(F2, F1, I1, F1, F1, I1, I1, I1, F5, F3, F1, F3), cache=True)
+def sole_wrenches(H, g, cols, diag, gradient, starts, frames, corners, K, G, scales, R):
+    """The force regularisation with soles (tasks/force_regularization.py) in one call:
+    ``H[c, c] += diag`` and ``g[c] -= gradient`` over the stance forces' columns ``cols``, then
+    :func:`sole_wrench` of each stance sole s (``corners[s]`` corner forces from column
+    ``starts[s]``, rotation ``R[frames[s]]``, ``K[s]``, ``G[s]`` and ``scales[s]``; ``K`` and ``G``
+    hold each sole's blocks in their leading ``corners[s]`` entries)."""
+    for k in range(cols.shape[0]):
+        H[cols[k], cols[k]] += diag[k]
+    for k in range(cols.shape[0]):
+        g[cols[k]] -= gradient[k]
+    for s in range(starts.shape[0]):
+        c = corners[s]
+        sole_wrench(H, g, starts[s], R[frames[s]], K[s, :c, :c], G[s, :c], scales[s])
 
 
 @njit(cache=True)

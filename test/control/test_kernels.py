@@ -117,6 +117,39 @@ def test_sole_wrench(rng):
     close(g, g0)
 
 
+def test_sole_wrenches(rng):
+    """The force regularisation's one call with soles: a point (3 columns), a sole of 4 corners
+    and one of 3, out of order in a wider problem, against the previous assembly (numpy's
+    diagonal and gradient, then one sole_wrench call per sole): the same numbers, bit for bit."""
+    w, W6 = 1e-4, rng.uniform(0.5, 2, 6)
+    corners = (4, 3)
+    starts = np.array([20, 8], np.intp)                         # the 3-corner sole first in x
+    nx = 40
+    cols = np.concatenate([np.arange(5, 8), np.arange(8, 17), np.arange(20, 32)]).astype(np.intp)
+    diag, gradient = rng.uniform(1e-8, 1e-3, len(cols)), rng.standard_normal(len(cols))
+    frames = np.array([2, 0], np.intp)
+    R = np.array([rotation(rng) for _ in range(3)])
+    K, G = np.zeros((2, 4, 4, 3, 3)), np.zeros((2, 4, 3))
+    scales = rng.uniform(10, 100, 2)
+    for s, k in enumerate((4, 3)):
+        points = rng.standard_normal((k, 3)) * 0.1
+        WG = W6[:, None] * np.vstack([np.hstack([np.eye(3)] * k), np.hstack([skew(p) for p in points])])
+        K[s, :k, :k] = (w * WG.T @ WG).reshape(k, 3, k, 3).transpose(0, 2, 1, 3)
+        G[s, :k] = (w * W6[2] * WG[2]).reshape(k, 3)
+    H0, g0 = rng.standard_normal((nx, nx)), rng.standard_normal(nx)
+    H, g, H_in = H0.copy(), g0.copy(), H0.copy()
+    kernels.sole_wrenches(H, g, cols, diag, gradient, starts, frames, np.array(corners, np.intp), K, G, scales, R)
+    H0[cols, cols] += diag
+    g0[cols] -= gradient
+    for s, k in enumerate(corners):
+        kernels.sole_wrench(H0, g0, starts[s], R[frames[s]], np.ascontiguousarray(K[s, :k, :k]), G[s, :k], scales[s])
+    np.testing.assert_array_equal(H, H0)
+    np.testing.assert_array_equal(g, g0)
+    for sl in (slice(8, 17), slice(20, 32)):                  # each sole's block was written
+        assert np.abs(H[sl, sl] - H_in[sl, sl]).max() > 1e-6
+    np.testing.assert_array_equal(H[32:, :], H_in[32:, :])     # nothing past the last sole
+
+
 def test_com_gradient(rng):
     nx, cols = 40, np.arange(22, 40).astype(np.intp)
     acc, pos, vel, com, vcom = rng.standard_normal((5, 3))

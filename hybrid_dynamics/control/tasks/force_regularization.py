@@ -78,41 +78,41 @@ class ForceRegularizationTask(Task):
             return super().add(H, g, state, layout, refs)
         if not layout.nf_stance:
             return
-        w = self.weight
         share = layout.mass * 9.81 / (layout.nf_stance // 3)
         diag, wW, soles, g_share = self._surface_terms(layout, share)
-        H[layout.f_stance_diag, layout.f_stance_diag] += diag
-        g[layout.f_stance] -= g_share if not refs.forces else wW * self._f_ref(layout, refs.forces, share)
-        for start, i, GWG, Gb in soles:
-            # A = W6 G blkdiag(R^T, ..., R^T): A^T A = Rb (G^T W6^2 G) Rb^T, 3 x 3 blocks R K_ab R^T
-            kernels.sole_wrench(H, g, start, state.frame_rotation(i), GWG, Gb,
-                                layout.contacts[i].n_points * share)
+        gradient = g_share if not refs.forces else wW * self._f_ref(layout, refs.forces, share)
+        # per sole A = W6 G blkdiag(R^T, ..., R^T): A^T A = Rb (G^T W6^2 G) Rb^T, 3 x 3 blocks
+        # R K_ab R^T; the diagonal, the points' gradient and every sole in one call
+        kernels.sole_wrenches(H, g, layout.f_stance_diag, diag, gradient, *soles, state.frame_R)
 
     def _surface_terms(self, layout, share):
         """Per layout: the diagonal and the point weights with every sole's entries left to the
-        wrench form (``eps`` and 0), the gradient of the points without a force reference
-        (weights times the weight share), and per stance sole its columns with ``w G^T W6^2 G`` as
-        (k, k, 3, 3) blocks and ``w G^T W6^2 e_z`` as (k, 3) rows (sole frame)."""
+        wrench form (``eps`` and 0), and the gradient of the points without a force reference
+        (weights times the weight share); per stance sole (arrays, :func:`kernels.sole_wrenches`)
+        its first column, contact, corners, ``w G^T W6^2 G`` as (k, k, 3, 3) blocks and
+        ``w G^T W6^2 e_z`` as (k, 3) rows (sole frame) and the scale of its weight share."""
         terms = self._surface.get(id(layout))
         if terms is not None:
             return terms
         w = self.weight
         diag = self._diag(layout).copy()
         wW = w * np.tile(self.W2, layout.nf_stance // 3)
-        soles = []
-        for i in layout.stance_contacts:
-            c = layout.contacts[i]
-            if c.kind != "surface":
-                continue
+        soles = [layout.contacts[i] for i in layout.stance_contacts]
+        soles = [(i, c) for i, c in zip(layout.stance_contacts, soles) if c.kind == "surface"]
+        most = max([c.n_points for _, c in soles], default=0)
+        K, Gb = np.zeros((len(soles), most, most, 3, 3)), np.zeros((len(soles), most, 3))
+        for s, (i, c) in enumerate(soles):
             rel = layout.stance_force_slice[c.frame]
             diag[rel] = self.eps
             wW[rel] = 0.0
             WG = self._wrench_map(c)
             k = c.n_points
-            GWG = (w * WG.T @ WG).reshape(k, 3, k, 3).transpose(0, 2, 1, 3)
-            Gb = (w * self.wrench_weights[2] * WG[2]).reshape(k, 3)
-            soles.append((layout.force_slice(i).start, i, np.ascontiguousarray(GWG), Gb))
-        terms = self._surface[id(layout)] = (diag, wW, soles, wW * self._f_ref(layout, {}, share))
+            K[s, :k, :k] = (w * WG.T @ WG).reshape(k, 3, k, 3).transpose(0, 2, 1, 3)
+            Gb[s, :k] = (w * self.wrench_weights[2] * WG[2]).reshape(k, 3)
+        arrays = (np.array([layout.force_slice(i).start for i, _ in soles], np.intp),
+                  np.array([i for i, _ in soles], np.intp), np.array([c.n_points for _, c in soles], np.intp),
+                  K, Gb, np.array([c.n_points * share for _, c in soles], float))
+        terms = self._surface[id(layout)] = (diag, wW, arrays, wW * self._f_ref(layout, {}, share))
         return terms
 
     def _wrench_map(self, c) -> np.ndarray:
