@@ -18,9 +18,9 @@ from typing import Mapping
 
 import numpy as np
 import pinocchio as pin
+from numba import float64, intp, njit
 
 from ..control.controller import WholeBodyController
-from ..control.kernels import finite
 from ..control.references import References
 from ..errors import InputError
 from ..estimation.base_estimator import BaseState
@@ -32,6 +32,28 @@ def hold_references(robot, mmap, q_full: np.ndarray) -> References:
     standing posture (``control.references.References.hold``)."""
     com = pin.centerOfMass(mmap.model, mmap.model.createData(), mmap.expand_q(mmap.reduce_q(q_full)))
     return References.hold(com=com.copy())
+
+
+@njit(intp(float64[:], intp[:], float64[:], intp[:], float64[:]), cache=True)
+def live_command(cmd, live, values, src, limit):
+    """``cmd`` zero but for ``cmd[live[k]] = values[src[k]]``, clipped to ``-limit[k]..limit[k]``;
+    returns -1 when a written value is not finite (``cmd`` then as written, unclipped), 1 when
+    one was beyond its limit (every one clipped), else 0. One call instead of numpy's gather,
+    ``any(abs(.) > .)`` and ``clip`` (about 10 us a cycle)."""
+    cmd[:] = 0.0
+    for k in range(live.shape[0]):
+        cmd[live[k]] = values[src[k]]
+    for k in range(live.shape[0]):
+        if not np.isfinite(cmd[live[k]]):
+            return -1
+    beyond = 0
+    for k in range(live.shape[0]):
+        if abs(cmd[live[k]]) > limit[k]:
+            beyond = 1
+    if beyond:
+        for k in range(live.shape[0]):
+            cmd[live[k]] = min(max(cmd[live[k]], -limit[k]), limit[k])
+    return beyond
 
 
 class ControlCore:
@@ -81,6 +103,7 @@ class ControlCore:
         self.live_src = np.array([order[n] for _, n in self.live], dtype=int)   # in the QP's torques
         self.live_v = np.array([self._jidx[n] for _, n in self.live], dtype=int)
         self.live_limit = self.tau_max[self.live_v]
+        self._in_order = np.arange(len(self.live), dtype=np.intp)      # safe(): values already gathered
         self.contact_frames = [c.frame for c in mmap.contacts]
 
     def set_references(self, references) -> None:
@@ -101,31 +124,19 @@ class ControlCore:
         st = {f: bool(stance.get(f, False)) and f in self.allowed_contacts for f in self.contact_frames}
         out = self.controller.update(q, v, st, self.references)
         self.last_output = out
-        cmd = self.command
-        cmd[:] = 0.0
-        cmd[self.live_idx] = out.tau_vector[self.live_src]
         if getattr(out, "fallback", False):
             self.fallbacks += 1
-        if not finite(cmd):
+        code = live_command(self.command, self.live_idx, out.tau_vector, self.live_src, self.live_limit)
+        if code < 0:
             self.nonfinite += 1
             return self.safe(state.v[6:])
-        return self._saturate(cmd)
-
-    def _saturate(self, cmd: np.ndarray) -> np.ndarray:
-        """``cmd`` clipped in place to the effort limits of the surviving actuated joints."""
-        if len(self.live_idx):
-            live = cmd[self.live_idx]
-            if np.any(np.abs(live) > self.live_limit):
-                self.saturated += 1
-                cmd[self.live_idx] = np.clip(live, -self.live_limit, self.live_limit)
-        return cmd
+        self.saturated += code
+        return self.command
 
     def safe(self, vj: np.ndarray) -> np.ndarray:
         """Joint damping on the surviving actuated joints (``vj`` healthy-size rates), within
         the URDF effort limits: what safe mode publishes (docs/ros.md, "Safe mode")."""
-        cmd = self.command
-        cmd[:] = 0.0
-        if len(self.live_idx):
-            vals = -self.kd_safe * np.asarray(vj)[self.live_v]
-            cmd[self.live_idx] = np.where(np.isfinite(vals), vals, 0.0)
-        return self._saturate(cmd)
+        vals = -self.kd_safe * np.asarray(vj, dtype=float)[self.live_v]
+        vals = np.where(np.isfinite(vals), vals, 0.0)
+        self.saturated += live_command(self.command, self.live_idx, vals, self._in_order, self.live_limit)
+        return self.command

@@ -10,6 +10,7 @@ import pytest
 from hybrid_dynamics.model.morphology import Morphology
 from hybrid_dynamics.model.robot import load_robot
 from hybrid_dynamics.ros import params as P
+from hybrid_dynamics.runtime.control import live_command
 from hybrid_dynamics.runtime.pipeline import Pipeline
 
 ROBOT = "jethexa"
@@ -151,3 +152,44 @@ def test_a_cycle_on_the_same_joint_state_adds_no_evidence_to_the_detector(robot)
     js = _joint_state(1.01, names, q[7:][idx], np.zeros(len(idx)))
     pipe.step(1.01, js, low_imu(1.01), use_stamps=True)
     assert detection.fall_monitor.since == pytest.approx(1.006)
+
+
+def test_the_command_is_the_qp_torques_clipped_and_counted(robot, monkeypatch):
+    """The command mapping (runtime/control.py ``live_command``): the QP's torques put in the
+    ``joints`` order, clipped to the effort limits when one is beyond (the cycle counted as
+    saturated), exactly as numpy's gather and ``clip``; a non-finite torque sends the damping
+    command instead (counted), and a removed leg's joints stay at zero."""
+    pipe = _pipeline(robot)
+    core = pipe.control
+    core.set_morphology(Morphology.healthy(robot).remove_leg(robot.legs[2].name))
+    lost = [i for i in range(len(core.joints)) if i not in set(core.live_idx)]
+    assert lost
+    rng = np.random.default_rng(3)
+    state = SimpleNamespace(q=_standing(robot), v=np.concatenate([np.zeros(6), rng.standard_normal(robot.nv - 6)]))
+    n = len(core.controller.joint_names)
+    tau = np.zeros(n)
+    monkeypatch.setattr(core.controller, "update", lambda *a, **k: SimpleNamespace(tau_vector=tau, fallback=True))
+    for scale, beyond in ((0.5, False), (3.0, True)):
+        tau[:] = scale * rng.uniform(-1, 1, n) * np.where(np.isfinite(core.tau_max[:n]), core.tau_max[:n], 1.0)
+        expected = np.zeros(len(core.joints))
+        live = tau[core.live_src]
+        expected[core.live_idx] = np.clip(live, -core.live_limit, core.live_limit)
+        saturated = core.saturated
+        cmd = core.cycle(state, {})
+        np.testing.assert_array_equal(cmd, expected)
+        assert core.saturated == saturated + beyond
+        assert np.any(np.abs(live) > core.live_limit) == beyond
+    assert np.abs(cmd).max() > 0.1 and np.all(cmd[lost] == 0.0)
+    tau[core.live_src[0]] = np.nan
+    nonfinite = core.nonfinite
+    cmd = core.cycle(state, {})
+    expected = np.zeros(len(core.joints))
+    expected[core.live_idx] = np.clip(-core.kd_safe * state.v[6:][core.live_v], -core.live_limit, core.live_limit)
+    np.testing.assert_array_equal(cmd, expected)
+    assert core.nonfinite == nonfinite + 1 and np.abs(cmd).max() > 0.01
+    # the kernel itself: a non-finite value is reported and nothing is clipped
+    values = np.array([5.0, -7.0, np.inf])
+    out = np.full(5, 9.0)
+    assert live_command(out, np.array([4, 0, 2], np.intp), values, np.array([1, 0, 2], np.intp),
+                        np.array([1.0, 1.0, 1.0])) == -1
+    np.testing.assert_array_equal(out, [5.0, 0.0, np.inf, 0.0, -7.0])
