@@ -97,8 +97,7 @@ class ForceRegularizationTask(Task):
         w = self.weight
         diag = self._diag(layout).copy()
         wW = w * np.tile(self.W2, layout.nf_stance // 3)
-        soles = [layout.contacts[i] for i in layout.stance_contacts]
-        soles = [(i, c) for i, c in zip(layout.stance_contacts, soles) if c.kind == "surface"]
+        soles = [(i, layout.contacts[i]) for i in layout.stance_contacts if layout.contacts[i].kind == "surface"]
         most = max([c.n_points for _, c in soles], default=0)
         K, Gb = np.zeros((len(soles), most, most, 3, 3)), np.zeros((len(soles), most, 3))
         for s, (i, c) in enumerate(soles):
