@@ -27,6 +27,9 @@ BODY_FIELDS: Dict[str, Dict[str, Any]] = {
 }
 POSITIVE = {"length", "radius", "density", "segments", "order", "steps", "n_axial", "modes_per_direction"}
 NON_NEGATIVE = {"mass", "youngs_modulus", "damping_time", "elastic_coefficient"}
+INTEGER = {"segments", "order", "steps", "n_axial", "modes_per_direction"}
+BOOLEAN = {"planar", "elongation", "relax_face", "orthonormal_face"}
+STRAIN_COMPONENTS = 6       # (kx, ky, kz, sx, sy, sz): a rod's strain has six components
 JOINT_TYPES = ("fixed", "revolute", "prismatic", "axes", "free_flyer")
 
 
@@ -70,11 +73,28 @@ def body_params(doc: YamlDocument, where: Tuple, name: str, spec: Any) -> Tuple[
             raise doc.error(f"module '{name}': {key} must be positive (got {value!r})", *where, key)
         if key in NON_NEGATIVE and not (nums and all(x >= 0 for x in nums)):
             raise doc.error(f"module '{name}': {key} must be >= 0 (got {value!r})", *where, key)
+        if key in INTEGER and not (isinstance(value, int) and not isinstance(value, bool)):
+            raise doc.error(f"module '{name}': {key} must be an integer (got {value!r})", *where, key)
+        if key in BOOLEAN and not isinstance(value, bool):
+            raise doc.error(f"module '{name}': {key} must be true or false (got {value!r})", *where, key)
+        # G = E / (2 (1 + nu)): an isotropic material has -1 < nu <= 1/2
+        if key == "poisson" and not (len(nums) == 1 and -1.0 < nums[0] <= 0.5):
+            raise doc.error(f"module '{name}': poisson must be in (-1, 0.5] (got {value!r})", *where, key)
+        if key == "strains" and not _strain_components(value):
+            raise doc.error(f"module '{name}': strains must be distinct integers in 0..{STRAIN_COMPONENTS - 1} "
+                            f"(kx, ky, kz, sx, sy, sz; got {value!r})", *where, key)
         params[key] = value
     if "face" in spec and (len(numbers(spec["face"])) != 9
                            or not all(math.isfinite(x) for x in numbers(spec["face"]))):
         raise doc.error(f"module '{name}': face is three points [x_J, x_a, x_b]", *where, "face")
     return kind, params
+
+
+def _strain_components(value) -> bool:
+    """A non-empty list of distinct strain-component indices."""
+    return (isinstance(value, list) and len(value) > 0 and len(set(value)) == len(value)
+            and all(isinstance(v, int) and not isinstance(v, bool) and 0 <= v < STRAIN_COMPONENTS
+                    for v in value))
 
 
 def joint_fields(doc: YamlDocument, where: Tuple, name: str, spec: Any) -> Dict[str, Any]:

@@ -242,6 +242,8 @@ BAD = {
     "contact not a point": ("0.contact", [0, 0]),
     "free-flyer leaf": ("0.joint.type", "free_flyer"),
     "unknown key": ("0.colour", "red"),
+    "Poisson ratio -1": ("1.body.poisson", -1.0),        # was a ZeroDivisionError at build
+    "fractional quadrature order": ("0.body.n_axial", 2.5),      # was a TypeError at build
 }
 
 

@@ -21,6 +21,10 @@ VALID = {
 }
 
 
+PCS = {"type": "pcs", "length": 0.05, "radius": 0.01, "density": 1100, "segments": 2, "strains": [0, 1],
+       "youngs_modulus": 1e6}
+
+
 def write(tmp_path, doc):
     path = tmp_path / "soft.yaml"
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
@@ -56,6 +60,17 @@ BAD = [
     ("degenerate face", ("modules", 1, "body", "face"), [[0, 0, 0.05], [0, 0, 0.05], [0, 0.01, 0.05]], "face"),
     ("NaN axis", ("modules", 0, "joint", "axis"), [0, math.nan, 1], "axis"),
     ("unknown parent", ("modules", 1, "parent"), "knee", "parent"),
+    # G = E / (2 (1 + nu)) divided by zero at nu = -1 (a ZeroDivisionError), and took any other nu
+    ("Poisson ratio -1", ("modules", 1, "body", "poisson"), -1.0, "poisson"),
+    ("Poisson ratio above 1/2", ("modules", 1, "body", "poisson"), 0.7, "poisson"),
+    # an index past the six strain components was an IndexError, a fraction a TypeError
+    ("strain component out of range", ("modules", 1, "body"), {**PCS, "strains": [1, 7]}, "strains"),
+    ("strain component not an integer", ("modules", 1, "body"), {**PCS, "strains": [1.5]}, "strains"),
+    ("strain component twice", ("modules", 1, "body"), {**PCS, "strains": [1, 1]}, "strains"),
+    ("fractional quadrature order", ("modules", 1, "body", "n_axial"), 2.5, "n_axial"),
+    ("fractional segment count", ("modules", 1, "body"), {**PCS, "segments": 1.5}, "segments"),
+    # bool("no") is True: a flag given as a string was taken as set
+    ("flag as a string", ("modules", 1, "body", "planar"), "no", "planar"),
 ]
 
 
