@@ -13,11 +13,12 @@ the reference, each held to Pinocchio in test/control/test_qp_tasks.py and
 test_qp_constraints.py; test/control/test_assembly.py holds this call to their sum to 1e-12).
 
 Covered: the CoM, base-orientation, swing-foot and posture tasks, the force regularisation of
-point forces without force references (its Hessian constant); the floating-base, contact,
-torque-limit and joint-limit rows; the stance points' force Jacobian ``Jf`` when every included
-contact is a point at its frame's origin. Any other active task (base position, momentum, the
-decoupled tasks, a sole's wrench regularisation, force references) and any other constraint
-adds its terms through its own method after the call.
+point forces without force references (its Hessian constant) and with soles its wrench form
+(:func:`kernels.sole_wrenches`, with or without force references: its gradient is then made
+each cycle by the task); the floating-base, contact, torque-limit and joint-limit rows; the
+stance points' force Jacobian ``Jf`` when every included contact is a point at its frame's
+origin. Any other active task (base position, momentum, the decoupled tasks, point force
+references) and any other constraint adds its terms through its own method after the call.
 
 With the goldfarb_idnani backend the same call also solves the problem it wrote and computes
 the actuated torques (:func:`fill_and_solve`, when the call covers every term of the cycle):
@@ -35,14 +36,15 @@ from .solvers import dual_active_set as das
 from .constraints import INF, ActuationLimits, Constraint, ContactAcceleration, FloatingBaseDynamics, JointLimits
 from .tasks import BaseOrientationTask, ComTask, ForceRegularizationTask, PostureTask, SwingFootTask
 
-F1, F2, F3 = float64[:], float64[:, :], float64[:, :, :]
+F1, F2, F3, F5 = float64[:], float64[:, :], float64[:, :, :], float64[:, :, :, :, :]
 I1, B1 = intp[:], boolean[:]
 RO2 = types.Array(float64, 2, "A", readonly=True)
 
 # params: the plan's scalars (0 switches a term off)
 (COM, COM_KP, COM_KD, COM_SCALE, ORIENTATION, ORI_W, ORI_KP, ORI_KD, POSTURE, POSTURE_WKP,
- POSTURE_WKD, FORCE_SHARE, SWING_W, SWING_KP, SWING_KD, CONTACT_KD, LIMIT_T, LIMIT_DT, LIMIT_AMAX) = range(19)
-N_PARAMS = 19
+ POSTURE_WKD, FORCE_SHARE, SWING_W, SWING_KP, SWING_KD, CONTACT_KD, LIMIT_T, LIMIT_DT, LIMIT_AMAX,
+ WRENCHES) = range(20)
+N_PARAMS = 20
 # blocks: start and stop rows of the floating-base, contact (in A), torque-limit and
 # joint-limit (in C) blocks (-1: absent), then whether Jf is J6's linear rows
 (DYN, CONTACT, TORQUE, JOINT, JF_FROM_J6) = (0, 2, 4, 6, 8)
@@ -52,26 +54,34 @@ Z33 = np.zeros((3, 3))
 R_NONE = np.eye(3)
 R_NONE.setflags(write=False)
 NO_ORIENTATION = (R_NONE, Z3, Z3)      # no base orientation task: its reference arguments
+Z0 = np.zeros(0)
+NO_WRENCHES = (Z0, np.zeros(0, np.intp), np.zeros(0, np.intp), np.zeros(0, np.intp), np.zeros((0, 0, 0, 3, 3)),
+               np.zeros((0, 0, 3)), Z0)        # no soles' wrench form: its per-plan arguments
+NO_FRAMES = np.zeros((0, 3, 3))
 
 
 @njit(void(F2, F2, F1, F2, F1, F1, F2, F1, F1, F2, I1, I1, I1, B1, I1, I1, I1, I1, I1, I1, F1, F2, F1,
-           F2, F1, F3, F2, F2, F1, F1, RO2, F1, F1,
-           F1, F1, F2, RO2, F1, F1, F1, I1, I1, F3), cache=True)
+           F1, I1, I1, I1, F5, F3, F1,
+           F2, F1, F3, F2, F2, F1, F1, RO2, F3, F1, F1,
+           F1, F1, F2, RO2, F1, F1, F1, I1, I1, F3, F1), cache=True)
 def fill_cycle(H, H_const, g, A, b_lo, b_hi, C, l, u, Jf, blocks, included, included_rows, included_stance,
                unactuated, act, free, q_idx, v_cols, f_cols, params, limits, gravity,
-               M, h, J6, drift, frame_p, com, com_velocity, R, q_joints, v_joints,
-               v, q, com_target, R_ref, w_ref, dw_ref, q_ref, feet, feet_rows, feet_reference):
+               force_diag, sole_starts, sole_frames, sole_corners, sole_K, sole_G, sole_scales,
+               M, h, J6, drift, frame_p, com, com_velocity, R, frame_R, q_joints, v_joints,
+               v, q, com_target, R_ref, w_ref, dw_ref, q_ref, feet, feet_rows, feet_reference, force_gradient):
     """The cycle's ``H, g`` (the constant Hessian plus each covered task's terms, in the
     formulation's task order) and the covered constraints' rows, from the model update's
     arrays (``M, h``, the contact frames' ``J6``, ``drift``, positions, the CoM, its velocity,
-    the base's rotation ``R``; ``v``, ``q``). ``limits`` rows: q_min, q_max, v_max, tau_max of
-    the actuated joints; ``q_joints`` and ``v_joints`` are written (``q[q_idx]``,
-    ``v[v_cols]``). The references: ``com_target`` the CoM target's position, velocity and
+    the base's rotation ``R``, the contact frames' rotations ``frame_R``; ``v``, ``q``).
+    ``force_diag`` to ``sole_scales`` and ``force_gradient``: the soles' wrench form's
+    arguments of :func:`kernels.sole_wrenches` (``params[WRENCHES]`` 1). ``limits`` rows:
+    q_min, q_max, v_max, tau_max of the actuated joints; ``q_joints`` and ``v_joints`` are
+    written (``q[q_idx]``, ``v[v_cols]``). The references: ``com_target`` the CoM target's position, velocity and
     acceleration (rows, ``Target.stack``), ``R_ref`` the base orientation target's rotation (the
     error ``log(R_ref R^T)`` is computed here). The arguments come in three groups: those made
     per layout and set of tasks, the model update's arrays and the plan's joint buffers (the
     same objects every cycle for a rigid robot without a morphology change: the plan keeps the
-    two groups as one tuple), and those of the cycle (``v`` to ``feet_reference``)."""
+    two groups as one tuple), and those of the cycle (``v`` to ``force_gradient``)."""
     H[:, :] = H_const
     g[:] = 0.0
     n = v.shape[0]
@@ -97,6 +107,9 @@ def fill_cycle(H, H_const, g, A, b_lo, b_hi, C, l, u, Jf, blocks, included, incl
     if feet.shape[0]:
         kernels.swing_feet(H, g, J6, drift, feet, feet_rows, v, frame_p, feet_reference,
                            params[SWING_W], params[SWING_KP], params[SWING_KD])
+    if params[WRENCHES] != 0.0:
+        kernels.sole_wrenches(H, g, f_cols, force_diag, force_gradient, sole_starts, sole_frames, sole_corners,
+                              sole_K, sole_G, sole_scales, frame_R)
     a, b = blocks[DYN], blocks[DYN + 1]
     if a >= 0:
         kernels.dynamics_rows(A[a:b], b_lo[a:b], b_hi[a:b], M, h, Jf, unactuated, n, 0.0, 0.0,
@@ -122,8 +135,9 @@ C1, C2, CI = float64[::1], float64[:, ::1], intp[::1]     # the solver's (C-cont
     cache=True)
 def fill_and_solve(H, H_const, g, A, b_lo, b_hi, C, l, u, Jf, blocks, included, included_rows, included_stance,
                    unactuated, act, free, q_idx, v_cols, f_cols, params, limits, gravity,
-                   M, h, J6, drift, frame_p, com, com_velocity, R, q_joints, v_joints,
-                   v, q, com_target, R_ref, w_ref, dw_ref, q_ref, feet, feet_rows, feet_reference,
+                   force_diag, sole_starts, sole_frames, sole_corners, sole_K, sole_G, sole_scales,
+                   M, h, J6, drift, frame_p, com, com_velocity, R, frame_R, q_joints, v_joints,
+                   v, q, com_target, R_ref, w_ref, dw_ref, q_ref, feet, feet_rows, feet_reference, force_gradient,
                    warm, max_iter, tol, x, sides, H_last, Jt_last, tau):
     """:func:`fill_cycle`, then (bounds not crossed) the dual active-set solve of the problem it
     wrote (:func:`~hybrid_dynamics.control.solvers.dual_active_set.solve`: ``warm`` to
@@ -134,8 +148,9 @@ def fill_and_solve(H, H_const, g, A, b_lo, b_hi, C, l, u, Jf, blocks, included, 
     above its upper one (nothing solved)."""
     fill_cycle(H, H_const, g, A, b_lo, b_hi, C, l, u, Jf, blocks, included, included_rows, included_stance,
                unactuated, act, free, q_idx, v_cols, f_cols, params, limits, gravity,
-               M, h, J6, drift, frame_p, com, com_velocity, R, q_joints, v_joints,
-               v, q, com_target, R_ref, w_ref, dw_ref, q_ref, feet, feet_rows, feet_reference)
+               force_diag, sole_starts, sole_frames, sole_corners, sole_K, sole_G, sole_scales,
+               M, h, J6, drift, frame_p, com, com_velocity, R, frame_R, q_joints, v_joints,
+               v, q, com_target, R_ref, w_ref, dw_ref, q_ref, feet, feet_rows, feet_reference, force_gradient)
     if kernels.crossed(l, u):
         return 0, das.CROSSED, 0, 0.0, False
     k, status, iterations, residual = das.solve(H, g, A, b_lo, C, l, u, warm, max_iter, tol, x, sides,
@@ -167,7 +182,8 @@ class CyclePlan:
         forces = bool(refs.forces)
         on = [t for t, a in zip(f.tasks, active) if a]
         params = np.zeros(N_PARAMS)
-        self.com = self.orientation = self.swing = self.posture = self.force = None
+        self.com = self.orientation = self.swing = self.posture = self.force = self.wrench = None
+        wrench_args, self.wrench_gradient = NO_WRENCHES, Z0
         gradients, adds = [], []
         for t in on:
             if type(t) is ComTask:
@@ -186,6 +202,14 @@ class CyclePlan:
                 self.force = t       # without force references; with them, its own method
                 if not forces:
                     params[FORCE_SHARE] = t.weight * t.W2[2] * lay.mass * 9.81 / (lay.nf_stance // 3)
+            elif type(t) is ForceRegularizationTask and not t.constant_hessian:
+                if lay.nf_stance:    # the soles' wrench form (no stance force: no term)
+                    self.wrench = t
+                    params[WRENCHES] = 1.0
+                    diag, soles = t.wrench_form(lay)
+                    wrench_args = (diag,) + soles
+                    if not forces:   # with force references, made each cycle (run)
+                        self.wrench_gradient = t.wrench_gradient(lay, refs)
             elif t.constant_hessian:
                 gradients.append(t.add_gradient)
             else:
@@ -216,6 +240,7 @@ class CyclePlan:
         self.jf_by_points = bool(lay.nf) and not lay.rows_are_Jf      # soles: Jp stacked first
         self.gradients, self.adds, self.fills = gradients, adds, fills
         self.forces = forces and self.force is not None    # force references: the task's own gradient
+        self.wrench_forces = forces and self.wrench is not None    # the wrench form's gradient each cycle
         self.whole = not (gradients or adds or fills or self.forces)       # every term is the call's
         st = f.state
         self.q_joints, self.v_joints = np.zeros(len(js.names)), np.zeros(len(js.names))
@@ -226,7 +251,7 @@ class CyclePlan:
                        lay.included_index, lay.included_rows, lay.included_stance,
                        lay.unactuated_rows, np.asarray(lay.act, np.intp), free,
                        np.asarray(js.q_idx, np.intp), np.asarray(js.v_cols, np.intp),
-                       np.asarray(lay.f_stance_diag, np.intp), params, limits, st.gravity)
+                       np.asarray(lay.f_stance_diag, np.intp), params, limits, st.gravity) + wrench_args
 
     def run(self, st, lay, q, refs, defer: bool = False):
         """One cycle: the references of the covered tasks, one call, then the others' terms.
@@ -245,7 +270,8 @@ class CyclePlan:
             o_args = NO_ORIENTATION
         q_ref = self.posture.reference(refs) if self.named_posture else self.q_ref
         feet = (self.swing.targets(lay, refs) if self.swing is not None else None) or NO_FEET
-        args = head + (st.v_m, q, com_target, *o_args, q_ref, *feet)
+        force_gradient = self.wrench.wrench_gradient(lay, refs) if self.wrench_forces else self.wrench_gradient
+        args = head + (st.v_m, q, com_target, *o_args, q_ref, *feet, force_gradient)
         if defer and self.whole:
             return FILL_AND_SOLVE, args
         FILL_CYCLE(*args)
@@ -265,6 +291,7 @@ class CyclePlan:
         place (``ModelUpdate.same_arrays``), else made again each cycle."""
         head = self.static + (st.M, st.h, st.J6_stack, st.drift_stack, st.frame_p, st.com, st.com_velocity,
                               st.base_rotation if self.orientation is not None else R_NONE,
+                              st.frame_R if self.wrench is not None else NO_FRAMES,
                               self.q_joints, self.v_joints)
         if st.same_arrays:
             self.head = head

@@ -3,9 +3,9 @@ tasks' and constraints' own methods (``add_hessian``, ``add_gradient``, ``add``,
 ``fill``: each held to Pinocchio in test_qp_tasks.py and test_qp_constraints.py), written into
 fresh arrays here: the same ``H, g, A, b, C, l, u`` to 1e-12. States: the benchmark's walking
 workload (swing feet, torque limits) of solo12, jethexa, TALOS (soles: the wrench
-regularisation and the sole Jacobians stay the methods'), hybrid_biped (closed chains), a
-jethexa with legs 4 and 5 damaged, and references the walk does not set (base position,
-posture, force references, momentum)."""
+regularisation is the call's, the sole Jacobians stay the model update's), hybrid_biped (closed
+chains), a jethexa with legs 4 and 5 damaged, and references the walk does not set (base
+position, posture, force references, momentum)."""
 import numpy as np
 import pinocchio as pin
 import pytest
@@ -148,12 +148,41 @@ def test_one_call_when_the_references_set_change_from_cycle_to_cycle(monkeypatch
     assert not WholeBodyController(load_robot("hybrid_biped"), {}).formulation.state.same_arrays
 
 
-@pytest.mark.parametrize("name", ["solo12", "jethexa"])
+def test_soles_wrench_form_with_and_without_force_references_is_one_call():
+    """TALOS's soles: the wrench regularisation (its Hessian moves with the soles' rotations)
+    is written by the call, with force references on a sole and on none in turn (the gradient
+    made each cycle, or kept per plan): the methods' QP to 1e-12 each cycle, and every plan
+    covers its whole cycle (nothing added after the call)."""
+    robot = load_robot("talos")
+    samples = wl.workload(robot, "walk", 120)[::6]
+    ctrl = WholeBodyController(robot, dict(tp.SAME_PROBLEM, solver="goldfarb_idnani",
+                                           limits={"torque_scale": 0.3}))
+    form = ctrl.formulation
+    frames = [c.frame for c in form.contacts]
+    assert any(c.kind == "surface" for c in form.contacts)
+    kinds = iter(range(10 ** 6))
+
+    def refs_of(s):
+        r = tp.references_for(s)
+        if next(kinds) % 2:
+            r.forces = {frames[0]: np.array([5.0, -3.0, 400.0])}
+        return r
+
+    check(ctrl, samples, refs_of)
+    plans = [p for lay in form.layouts.values() for p in lay.plans.values()]
+    assert len(plans) >= 2 and all(p.whole and p.wrench is not None for p in plans)
+    assert any(p.wrench_forces for p in plans) and not all(p.wrench_forces for p in plans)
+
+
+@pytest.mark.parametrize("name", ["solo12", "jethexa", "talos", "hybrid_biped"])
 def test_fill_solve_and_torques_in_one_call(name):
     """The goldfarb_idnani backend's cycle in one call (assembly.fill_and_solve): the problem
     it wrote is the methods' (1e-12), its solution the dual active-set kernel's on that problem
-    from a cold start (1e-9), its torques the actuated rows of the dynamics at that solution
-    (numpy, 1e-12); every sample took that path and some had an active inequality."""
+    from the backend's warm start (1e-9; the biped's sole internal forces rest on the 1e-8
+    regularisation, so another start may end 1e-6 away on them), its torques the actuated rows
+    of the dynamics at that solution (numpy, 1e-12); every sample took that path and some had
+    an active inequality. TALOS and hybrid_biped: the soles' wrench regularisation in the call;
+    the biped's closed chains."""
     robot = load_robot(name)
     samples = wl.workload(robot, "walk", 400)
     config = dict(tp.SAME_PROBLEM, solver="goldfarb_idnani")
@@ -164,6 +193,7 @@ def test_fill_solve_and_torques_in_one_call(name):
     active = 0
     for s in samples[::10]:
         refs = tp.references_for(s)
+        warm = {key: work[0].copy() for key, work in ctrl.solver._work.items()}
         out = ctrl.update(s.q, s.v, dict(zip(frames, s.stance)), refs)
         lay, x = ctrl.last_problem, ctrl.last_solution
         assert not out.fallback and lay.fill_call is not None
@@ -171,7 +201,8 @@ def test_fill_solve_and_torques_in_one_call(name):
             same(a, b)
         n = lay.nx
         x_ref, sides = np.empty(n), np.zeros(n, np.intp)
-        k = das.solve(lay.H, lay.g, lay.A, lay.b, lay.C, lay.l, lay.u, np.zeros(0, np.intp), 1000, 1e-9, x_ref,
+        k = das.solve(lay.H, lay.g, lay.A, lay.b, lay.C, lay.l, lay.u, warm.get(lay.key, np.zeros(0, np.intp)),
+                      1000, 1e-9, x_ref,
                       sides, np.full((n, n), np.nan), np.zeros((n, n)))[0]
         assert np.abs(x - x_ref).max() <= 1e-9 * max(1.0, np.abs(x_ref).max())
         active += k > 0
@@ -181,11 +212,12 @@ def test_fill_solve_and_torques_in_one_call(name):
     assert active > 0
 
 
-def test_entry_point_call_is_the_dispatchers():
+@pytest.mark.parametrize("name", ["solo12", "talos"])
+def test_entry_point_call_is_the_dispatchers(name):
     """The cycle calls the compiled entry points (no type check): every argument it passed is
     of the signature's types (the dispatcher, given them again, raises otherwise) and the
-    dispatcher's call writes the same numbers to the bit."""
-    robot = load_robot("solo12")
+    dispatcher's call writes the same numbers to the bit (TALOS: with the soles' arrays)."""
+    robot = load_robot(name)
     samples = wl.workload(robot, "walk", 200)[::20]
     ctrl = WholeBodyController(robot, dict(tp.SAME_PROBLEM, solver="goldfarb_idnani"))
     frames = [c.frame for c in ctrl.formulation.contacts]
@@ -201,7 +233,7 @@ def test_entry_point_call_is_the_dispatchers():
         for a, b in zip(ours, (lay.H, lay.g, lay.A, lay.b_lo, lay.b_hi, lay.C, lay.l, lay.u, lay.Jf)):
             assert np.array_equal(a, b) and np.isfinite(a).all()
         assert np.abs(ours[1]).max() > 0 and np.abs(ours[5]).max() > 0
-        swinging += len(args[-3]) > 0            # swing feet in the call
+        swinging += len(args[-4]) > 0            # swing feet in the call
     assert swinging > 0
 
 

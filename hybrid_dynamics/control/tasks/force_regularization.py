@@ -78,14 +78,27 @@ class ForceRegularizationTask(Task):
             return super().add(H, g, state, layout, refs)
         if not layout.nf_stance:
             return
-        share = layout.mass * 9.81 / (layout.nf_stance // 3)
-        diag, wW, soles, g_share = self._surface_terms(layout, share)
-        gradient = g_share if not refs.forces else wW * self._f_ref(layout, refs.forces, share)
+        diag, soles = self.wrench_form(layout)
         # per sole A = W6 G blkdiag(R^T, ..., R^T): A^T A = Rb (G^T W6^2 G) Rb^T, 3 x 3 blocks
         # R K_ab R^T; the diagonal, the points' gradient and every sole in one call
-        kernels.sole_wrenches(H, g, layout.f_stance_diag, diag, gradient, *soles, state.frame_R)
+        kernels.sole_wrenches(H, g, layout.f_stance_diag, diag, self.wrench_gradient(layout, refs), *soles,
+                              state.frame_R)
 
-    def _surface_terms(self, layout, share):
+    def wrench_form(self, layout):
+        """The wrench form's per-layout arguments of :func:`kernels.sole_wrenches` (stance forces
+        present): the diagonal and the stance soles' arrays (``starts`` to ``scales``)."""
+        diag, _, soles, _ = self._surface_terms(layout)
+        return diag, soles
+
+    def wrench_gradient(self, layout, refs) -> np.ndarray:
+        """The wrench form's gradient of the points (weights times the weight share, or times
+        the force references where ``refs`` has them; a sole's entries 0: its ``G`` term)."""
+        _, wW, _, g_share = self._surface_terms(layout)
+        if not refs.forces:
+            return g_share
+        return wW * self._f_ref(layout, refs.forces, layout.mass * 9.81 / (layout.nf_stance // 3))
+
+    def _surface_terms(self, layout):
         """Per layout: the diagonal and the point weights with every sole's entries left to the
         wrench form (``eps`` and 0), and the gradient of the points without a force reference
         (weights times the weight share); per stance sole (arrays, :func:`kernels.sole_wrenches`)
@@ -94,6 +107,7 @@ class ForceRegularizationTask(Task):
         terms = self._surface.get(id(layout))
         if terms is not None:
             return terms
+        share = layout.mass * 9.81 / (layout.nf_stance // 3)
         w = self.weight
         diag = self._diag(layout).copy()
         wW = w * np.tile(self.W2, layout.nf_stance // 3)
