@@ -11,7 +11,7 @@ base's vertical speed before that contact acted):
 - **safe landing**: the body touched the floor at most :data:`LANDING_SPEED` vertically, the
   base and the touching points, and did not tip over (a body resting propped on an edge is a
   landing, not standing). By the base's speed alone a body turning fast onto its edge is a
-  landing while the edge hits the floor at over 1 m/s (``analysis/two_feet_landing.py``: the
+  landing while the edge hits the floor at over 1 m/s (``control/locomotion/planar_landing.py``: the
   slowest base touch-down with two feet left is such a roll);
 - **walked**: the body never touched the floor and the base moved on at least
   :data:`WALK_FRACTION` of the commanded speed (from 1 s after the damage to the end);

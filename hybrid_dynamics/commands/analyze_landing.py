@@ -1,7 +1,7 @@
 """``hybrid-dynamics analyze landing``: the slowest body touch-down found for every fault of a
 hexapod that leaves its CoM outside the feet (every four-leg loss: two feet left; every
 three-leg loss whose CoM is outside the three feet's triangle at the standing pose), from a
-planar trajectory optimisation (``analysis/two_feet_landing.py``). A local optimum: an upper
+planar trajectory optimisation (``control/locomotion/planar_landing.py``, tables in ``analysis/two_feet_landing.py``). A local optimum: an upper
 bound on the best achievable touch-down, not a proof that nothing slower exists."""
 from __future__ import annotations
 

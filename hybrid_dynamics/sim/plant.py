@@ -257,7 +257,7 @@ class Plant:
         contact positions on the bodies of non-foot geoms), at the state before the step that
         found the contact. A body turning onto its edge hits the floor with that edge: the
         base's own vertical speed can be small while the edge comes down at over 1 m/s
-        (analysis/two_feet_landing.py: a roll onto the unsupported edge at the tilt bound)."""
+        (control/locomotion/planar_landing.py: a roll onto the unsupported edge at the tilt bound)."""
         m, d, before = self.model, self.data, self._before
         mujoco.mj_kinematics(m, before)
         mujoco.mj_comPos(m, before)

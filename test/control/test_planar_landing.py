@@ -1,4 +1,4 @@
-"""The planar landing study (analysis/two_feet_landing.py), two feet and three: its dynamics
+"""The planar landing model (control/locomotion/planar_landing.py), two feet and three: its dynamics
 against closed-form motions and an independent integrator, its model of the JetHexa against
 Pinocchio, and the optimiser against the two cases whose answer is known (no force: the free
 fall; the CoM over the foot line with force to spare: a touch-down as slow as wanted)."""
@@ -8,8 +8,8 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-from hybrid_dynamics.analysis.two_feet_landing import (GRAVITY, PlanarRobot, best_landing, corner_speed,
-                                                       lowest_corner, planar_robot, rate, simulate)
+from hybrid_dynamics.control.locomotion.planar_landing import (GRAVITY, PlanarRobot, best_landing, corner_speed,
+                                                            lowest_corner, planar_robot, rate, simulate)
 from hybrid_dynamics.model.morphology import Morphology, MorphologyMap
 from hybrid_dynamics.model.robot import load_robot
 
