@@ -92,7 +92,7 @@ class GaitCore:
             self.start(t, q)
         com, vcom = self._measured_com(q, estimate.v)
         R = pin.Quaternion(q[6], q[3], q[4], q[5]).toRotationMatrix()
-        ref = self.planner.update(t, estimate.feet, com, vcom, R, R @ estimate.v[3:6])
+        ref = self.planner.update(t, estimate.feet, com, vcom, R, R @ estimate.v[3:6], q[:3])
         self.reference = ref
         self.stance = {f: ref.feet[f].stance if f in ref.feet else False for f in self.frames}
         return to_references(ref), self.stance

@@ -475,3 +475,19 @@ def test_a_body_inside_its_measured_feet_is_not_taken_for_falling(tmp_path, decl
     assert sim.pipeline.gait.planner.sitting is None, row
     assert sim.plant.body_touch is None and row["max_tilt_deg"] < 10.0, row
     assert row["outcome"] == "stood" and row["stopped"] == "completed", row
+
+
+def test_three_feet_falling_over_an_edge_land_on_it(tmp_path):
+    """Legs 3, 5 and 6 lost while walking (declared, jethexa_tripod): feet 1 and 4 land 80-90 ms
+    after the loss, by when the CoM is on the 1-4 edge and the body falls at 0.6 m/s and rolls
+    outwards over it at 2 rad/s. Sat down free to tilt, its edge met the floor at 0.23 m/s
+    (the touching points at 0.46). Beyond a stand (the CoM outside the edge, the angular
+    momentum about it outwards), it now lands on that edge along the planar optimiser's plan
+    from its measured state: MuJoCo's base and the body's touching points meet the floor under
+    0.2 m/s, and it does not tip over."""
+    sim, row = measured("jethexa_tripod", "leg3+leg5+leg6", True, tmp_path)
+    planner = sim.pipeline.gait.planner
+    assert planner.edge_landing.plan is not None and planner.edge_landing.third == "leg2_foot", row
+    touch = sim.plant.body_touch
+    assert touch is not None and -touch.vz < 0.2 and touch.point_speed < 0.2, (touch, row)
+    assert row["max_tilt_deg"] < 30.0 and row["outcome"] == "safe landing", row

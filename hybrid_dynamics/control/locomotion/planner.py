@@ -64,7 +64,9 @@ from ...errors import reject_unknown_settings
 from . import gait as gaits
 from .gait import GaitPattern, GaitScheduler
 from .body import ComPath, plan_com_path
+from .edge_landing import EdgeLanding, LegGeometry
 from .line_balance import LineBalance
+from .planar_landing import box_corners, leg_capacity, leg_reach
 from .swing import convex_hull, halfplanes, min_jerk, project, swing_point
 
 
@@ -99,6 +101,7 @@ class LocomotionConfig:
     body_step: float = 0.04             # s, grid of the CoM path (piecewise-constant acceleration)
     body_max_accel: float = 1.5         # m/s^2 per axis, CoM path acceleration bound (relaxed x2, x4 if infeasible)
     catch_clearance: float = 0.1        # rad, a landing foot turned to catch the body keeps its hip yaw joint this far inside its stops
+    edge_clearance: float = 0.004       # m above the floor the first plan of a landing on an edge brings the body to rest (edge_landing.py)
     body_bandwidth: float = 6.0         # rad/s, how tightly the CoM path follows the commanded motion
 
     @classmethod
@@ -173,6 +176,11 @@ class LocomotionPlanner:
             if leg.contact_frame in self.nominal and leg.joints:
                 self.hips[leg.name] = data.oMi[leg.joints[0]].translation[:2].copy()
         self.reach = self._hip_yaw_reach(q0)
+        legs = {leg.contact_frame: LegGeometry(data.oMi[leg.joints[0]].translation.copy(),
+                                               leg_reach(robot, model, leg), leg_capacity(robot, model, data, q0, leg))
+                for leg in robot.legs if leg.contact_frame in self.nominal and leg.joints}
+        self.edge_landing = EdgeLanding(box_corners(robot), legs, float(robot.friction))
+        self.foot_radius = float(robot.contacts[0].radius)
         self._com_offset_model = model
         self.morphology_map = None
         self.walking: List[str] = []
@@ -212,7 +220,9 @@ class LocomotionPlanner:
         self.sitting: Optional[list] = None     # [t, CoM height, CoM xy] once the body sits down
         self.balance: Optional[LineBalance] = None   # two feet left: the body comes down balanced over their line
         self.balance_from = None
+        self.edge_stage: Optional[str] = None   # three feet left, landing on an edge: "waiting", "approach", "touch" (_edge_landing_step)
         self.base_rotation: Optional[np.ndarray] = None          # of the estimate (update)
+        self.base_measured: Optional[np.ndarray] = None          # world, of the estimate (update)
         self.base_angular_velocity: Optional[np.ndarray] = None  # world, of the estimate
         self.feet_measured: Optional[Mapping[str, np.ndarray]] = None
         self.foot_down = True                   # a walking foot down at the start of the cycle (update)
@@ -440,6 +450,49 @@ class LocomotionPlanner:
             self.sitting = [t, z0, xy]
             self.balance = self._line_balance()
             self.balance_from = None
+            self.edge_stage = "waiting" if self._beyond_stand() else None
+
+    def _beyond_stand(self) -> bool:
+        """Three walking feet (down, or landing at their targets) whose triangle has the measured
+        CoM outside an edge, the body's angular momentum about it outwards or zero
+        (:meth:`.EdgeLanding.falls_over`): no force of the feet turns it back."""
+        measured = self._edge_measured()
+        return measured is not None and self.edge_landing.falls_over(*measured)
+
+    def _edge_measured(self):
+        """The arguments of :meth:`.EdgeLanding.planar` for the body now: three walking feet (a
+        foot down where the estimate measures it, a landing foot at its target) and the
+        body's state measured; None otherwise."""
+        if len(self.walking) != 3 or any(x is None for x in (
+                self.base_rotation, self.com_measured, self.base_measured, self.com_velocity,
+                self.base_angular_velocity, self.feet_measured)):
+            return None
+        frames = [self.frame_of[leg] for leg in self.walking]
+        feet = [self.landing[f][1] if f in self.landing else np.asarray(self.feet_measured[f], float) for f in frames]
+        return (frames, feet, self.ground - self.foot_radius, self.com_measured, self.com_velocity, self.base_measured,
+                self.base_rotation, self.base_angular_velocity, self.mass, self.inertia)
+
+    def _edge_landing_step(self, t: float) -> bool:
+        """A body falling over an edge of its three feet (:meth:`.EdgeLanding.falls_over`, judged
+        when it sits down) lands on that edge along the optimiser's plan from its measured
+        state (:mod:`.edge_landing`): once the edge's two feet are down (a foot in the air
+        passes no force; until then the sit-down's references), a plan that brings the body to
+        rest ``edge_clearance`` above the floor ("approach": the plan's touch-down is grazing,
+        and the body tracking it a few millimetres low touched the floor 25 ms early at 0.19
+        m/s, legs 3+5+6 lost, campaign), then, from the state measured at its end, one onto the
+        floor ("touch"), again from the state measured at its end while the body is not down.
+        Whether the body follows a plan at ``t``."""
+        cfg, edge = self.config, self.edge_landing
+        measured = self._edge_measured() if self.edge_stage == "waiting" else None
+        if measured is not None and not any(f in self.landing for f in measured[0] if f != edge.planar(*measured)[2]["third"]):
+            if edge.solve(t, *measured, clearance=cfg.edge_clearance) is not None:
+                self.edge_stage = "approach"
+            else:
+                self.edge_stage = "touch" if edge.solve(t, *measured) is not None else None
+        elif self.edge_stage in ("approach", "touch") and t >= edge.end:
+            # the body, tracking the plan a little late, is not yet down: again from where it is
+            self.edge_stage = "touch" if edge.solve(t, *self._edge_measured()) is not None else None
+        return self.edge_stage in ("approach", "touch") and t < edge.end
 
     def _line_balance(self) -> Optional[LineBalance]:
         """With two walking feet left and the body's state measured, the balance over their
@@ -673,7 +726,8 @@ class LocomotionPlanner:
                com_measured: Optional[np.ndarray] = None,
                com_velocity: Optional[np.ndarray] = None,
                base_rotation: Optional[np.ndarray] = None,
-               base_angular_velocity: Optional[np.ndarray] = None) -> LocomotionReference:
+               base_angular_velocity: Optional[np.ndarray] = None,
+               base_position: Optional[np.ndarray] = None) -> LocomotionReference:
         """The references at ``t``: the body (ramped command, static-gait body offset or
         planned CoM path), then every surviving foot (held, landing, stance or swing).
         ``feet_measured`` (world positions of the contact frames, from the estimate) confirm
@@ -682,7 +736,9 @@ class LocomotionPlanner:
         sinks (:meth:`_swing_aborted`) and a body sitting down follow it horizontally; with
         ``com_velocity`` (world, of the estimate) a falling body sits down (:meth:`_falling`);
         with ``base_rotation`` (3 x 3) and ``base_angular_velocity`` (world) too, a body left with
-        two feet near whose line the CoM is comes down balanced over it (:meth:`_balance_holds`)."""
+        two feet near whose line the CoM is comes down balanced over it (:meth:`_balance_holds`);
+        with ``base_position`` (world, of the estimate) too, a body falling over an edge of its
+        three feet lands on it (:meth:`_plan_edge_landing`)."""
         if self.t is None:
             raise RuntimeError("LocomotionPlanner.reset(t, q) must be called first")
         t = float(t)
@@ -691,6 +747,7 @@ class LocomotionPlanner:
         self.base_rotation = None if base_rotation is None else np.asarray(base_rotation, float).copy()
         self.feet_measured = feet_measured
         self.base_angular_velocity = None if base_angular_velocity is None else np.asarray(base_angular_velocity, float).copy()
+        self.base_measured = None if base_position is None else np.asarray(base_position, float).copy()
         if com_measured is not None:
             self._swing_aborted(t, com_measured)
         # after the abort: a swing foot it sends down counts where it lands (the robot stood
@@ -873,6 +930,13 @@ class LocomotionPlanner:
             # a foot still landing: one foot carries the body, there is no line yet; held
             # level and not lowered (the descent starts once both feet are down)
             self.sitting[0] = t
+        if self.edge_stage is not None and self._edge_landing_step(t):
+            com, v_lin, a_lin, R_ref, w, dw = self.edge_landing.reference(t)
+            self.sitting[0], self.sitting[1] = t, float(self.com_measured[2])
+            base = com - R_ref @ np.append(self.com_offset, self.com_dz)
+            self.offset = base[:2] - self.N[:2]
+            self.last_com_v = np.zeros(2)
+            return base, pin.Quaternion(R_ref).coeffs().copy(), v_lin, a_lin, com, w, dw
         t0, z0, xy = self.sitting
         z = max(z0 - self.config.sit_speed * (t - t0), self.ground)
         com = np.array([xy[0], xy[1], z])
@@ -945,6 +1009,10 @@ class LocomotionPlanner:
             # it moves with the body: the body's acceleration too (a held foot with a zero
             # acceleration feed-forward holds the body back while it shifts)
             return FootReference(p, v_lin.copy(), a_lin.copy(), False)
+        if self.edge_stage in ("approach", "touch") and frame == self.edge_landing.third and t < self.edge_landing.end:
+            # the third foot, unloaded by the landing's plan: held where it is, just off the floor
+            p = self.feet_pos[frame] + np.array([0.0, 0.0, 0.005])
+            return FootReference(p, np.zeros(3), np.zeros(3), False)
         if frame in self.landing:
             p0, p1, ta, tb = self.landing[frame]
             if t < tb:
