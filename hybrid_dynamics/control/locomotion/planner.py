@@ -101,7 +101,7 @@ class LocomotionConfig:
     body_step: float = 0.04             # s, grid of the CoM path (piecewise-constant acceleration)
     body_max_accel: float = 1.5         # m/s^2 per axis, CoM path acceleration bound (relaxed x2, x4 if infeasible)
     catch_clearance: float = 0.1        # rad, a landing foot turned to catch the body keeps its hip yaw joint this far inside its stops
-    edge_clearance: float = 0.004       # m above the floor the first plan of a landing on an edge brings the body to rest (edge_landing.py)
+    edge_clearance: float = 0.008       # m above the floor the first plan of a landing on an edge brings the body to rest (edge_landing.py)
     body_bandwidth: float = 6.0         # rad/s, how tightly the CoM path follows the commanded motion
 
     @classmethod
