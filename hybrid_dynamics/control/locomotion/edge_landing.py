@@ -25,7 +25,10 @@ feedback (``kp``/``kd``) and find the two edge feet's forces that produce its ac
 The planner (``LocomotionPlanner._edge_landing_step``) plans twice or more: first to rest a few
 millimetres above the floor (the optimum's touch-down is grazing, and a body tracking it a
 little low meets the floor early), then onto the floor from the state measured at the end of
-the first plan, again if it is not yet down.
+the first plan, again if it is not yet down. Once down, the body is held where it came to
+rest on the edge, the third foot in the air where it was (taken as a stance foot again under
+the hip the landing had turned up, it drove the legs into their limits and the body, landed at
+0.19 m/s, tipped over 45 deg: legs 3+5+6 lost, campaign).
 
 A time-varying LQR around the plan (the edge feet's force corrected on the measured state's
 deviation, the references set to the measured state) was tried in place of the tasks'

@@ -220,7 +220,8 @@ class LocomotionPlanner:
         self.sitting: Optional[list] = None     # [t, CoM height, CoM xy] once the body sits down
         self.balance: Optional[LineBalance] = None   # two feet left: the body comes down balanced over their line
         self.balance_from = None
-        self.edge_stage: Optional[str] = None   # three feet left, landing on an edge: "waiting", "approach", "touch" (_edge_landing_step)
+        self.edge_stage: Optional[str] = None   # three feet left, landing on an edge: "waiting", "approach", "touch", "down" (_edge_landing_step)
+        self.edge_rest = None                   # CoM, base rotation and third foot where the body came to rest on the edge
         self.base_rotation: Optional[np.ndarray] = None          # of the estimate (update)
         self.base_measured: Optional[np.ndarray] = None          # world, of the estimate (update)
         self.base_angular_velocity: Optional[np.ndarray] = None  # world, of the estimate
@@ -480,8 +481,9 @@ class LocomotionPlanner:
         rest ``edge_clearance`` above the floor ("approach": the plan's touch-down is grazing,
         and the body tracking it a few millimetres low touched the floor 25 ms early at 0.19
         m/s, legs 3+5+6 lost, campaign), then, from the state measured at its end, one onto the
-        floor ("touch"), again from the state measured at its end while the body is not down.
-        Whether the body follows a plan at ``t``."""
+        floor ("touch"), again from the state measured at its end while the body is not down;
+        once it is, held where it came to rest ("down"). Whether the body follows a plan (or
+        rests) at ``t``."""
         cfg, edge = self.config, self.edge_landing
         measured = self._edge_measured() if self.edge_stage == "waiting" else None
         if measured is not None and not any(f in self.landing for f in measured[0] if f != edge.planar(*measured)[2]["third"]):
@@ -491,8 +493,11 @@ class LocomotionPlanner:
                 self.edge_stage = "touch" if edge.solve(t, *measured) is not None else None
         elif self.edge_stage in ("approach", "touch") and t >= edge.end:
             # the body, tracking the plan a little late, is not yet down: again from where it is
-            self.edge_stage = "touch" if edge.solve(t, *self._edge_measured()) is not None else None
-        return self.edge_stage in ("approach", "touch") and t < edge.end
+            self.edge_stage = "touch" if edge.solve(t, *self._edge_measured()) is not None else "down"
+            if self.edge_stage == "down":
+                third = np.asarray(self.feet_measured[edge.third], float).copy()
+                self.edge_rest = (self.com_measured.copy(), self.base_rotation.copy(), third)
+        return self.edge_stage == "down" or self.edge_stage in ("approach", "touch") and t < edge.end
 
     def _line_balance(self) -> Optional[LineBalance]:
         """With two walking feet left and the body's state measured, the balance over their
@@ -931,7 +936,14 @@ class LocomotionPlanner:
             # level and not lowered (the descent starts once both feet are down)
             self.sitting[0] = t
         if self.edge_stage is not None and self._edge_landing_step(t):
-            com, v_lin, a_lin, R_ref, w, dw = self.edge_landing.reference(t)
+            if self.edge_stage == "down":
+                # landed on the edge: held where it came to rest (the sit-down's descent and
+                # level CoM pushed the legs against their limits and tipped the body over, legs
+                # 3+5+6 lost: 26 cycles of softened joint limits, tilt 51 deg, campaign)
+                com, R_ref, _ = self.edge_rest
+                v_lin = a_lin = w = dw = np.zeros(3)
+            else:
+                com, v_lin, a_lin, R_ref, w, dw = self.edge_landing.reference(t)
             self.sitting[0], self.sitting[1] = t, float(self.com_measured[2])
             base = com - R_ref @ np.append(self.com_offset, self.com_dz)
             self.offset = base[:2] - self.N[:2]
@@ -1013,6 +1025,12 @@ class LocomotionPlanner:
             # the third foot, unloaded by the landing's plan: held where it is, just off the floor
             p = self.feet_pos[frame] + np.array([0.0, 0.0, 0.005])
             return FootReference(p, np.zeros(3), np.zeros(3), False)
+        if self.edge_stage == "down" and frame == self.edge_landing.third:
+            # the body at rest on its edge, turned away from the third foot: that foot held
+            # where it was measured then, in the air (taken as a stance foot below the hip the
+            # body had turned up, it pushed the legs against their limits: 26 cycles of softened
+            # joint limits, and the body tipped over, legs 3+5+6 lost, campaign)
+            return FootReference(self.edge_rest[2].copy(), np.zeros(3), np.zeros(3), False)
         if frame in self.landing:
             p0, p1, ta, tb = self.landing[frame]
             if t < tb:
