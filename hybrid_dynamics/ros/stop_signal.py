@@ -2,7 +2,7 @@
 second on its timeout): a flag, installed before anything slow runs.
 
 While the node spins, a signal only sets :attr:`StopSignal.requested`, which the spin loop
-reads between callbacks (node_base.spin_node): the node is destroyed and the context shut
+reads between the executor's passes (node_base.spin_node: each wait's ready callbacks): the node is destroyed and the context shut
 down outside any callback. While the process is still starting (importing the node's module:
 numba kernels, MuJoCo, Pinocchio; building the model, settling the plant: seconds), the
 signal also raises :class:`StopDuringStart` so that start-up ends at once; the executable

@@ -109,6 +109,48 @@ def test_entities_created_and_destroyed_in_callbacks(context):
     node.destroy_node()
 
 
+def test_one_pass_runs_every_callback_one_wait_found_ready(context):
+    """``spin_ready``: one wait, then every callback it found ready, in the order one
+    ``spin_once`` each runs them, in one call; a callback that creates an entity ends the pass
+    (the rest is run by the next call, after the table is rebuilt, as ``spin_once`` leaves it)."""
+    executor = WaitSetExecutor(context=context)
+    node = Node("exec_batch", context=context)
+    executor.add_node(node)
+    topics = [f"/exec_test/batch{k}" for k in range(4)]
+    pubs = [node.create_publisher(Int32, t, QOS) for t in topics]
+    got = []
+    grow = [False]
+
+    def on(k):
+        def callback(msg):
+            got.append((k, msg.data))
+            if grow[0] and k == 1:
+                node.create_timer(10.0, lambda: None)
+        return callback
+    for k, t in enumerate(topics):
+        node.create_subscription(Int32, t, on(k), QOS)
+    assert spin_until(executor, lambda: all(p.get_subscription_count() == 1 for p in pubs))
+
+    def publish_all(value):
+        for p in pubs:
+            p.publish(Int32(data=value))
+        time.sleep(0.3)                             # delivered: one wait sees all four
+    publish_all(7)
+    waits, runs = executor.waits, executor.runs
+    executor.spin_ready(timeout_sec=1.0)
+    assert got == [(0, 7), (1, 7), (2, 7), (3, 7)]
+    assert executor.waits == waits + 1 and executor.runs == runs + 4
+    got.clear()
+    grow[0] = True
+    publish_all(8)
+    executor.spin_ready(timeout_sec=1.0)
+    assert got == [(0, 8), (1, 8)]                  # the timer made in callback 1 ends the pass
+    executor.spin_ready(timeout_sec=1.0)
+    assert sorted(got) == [(0, 8), (1, 8), (2, 8), (3, 8)]
+    executor.shutdown()
+    node.destroy_node()
+
+
 def test_a_suspended_coroutine_holds_its_callback_group_as_in_rclpy(context):
     """A coroutine subscription callback awaits a service answered by the same executor (the
     service in a group of its own, as rclpy requires); a plain callback of the coroutine's
