@@ -177,7 +177,7 @@ def test_rviz_config_shows_model_markers_odometry():
     assert cfg["Visualization Manager"]["Global Options"]["Fixed Frame"] == "odom"
 
 
-@pytest.mark.parametrize("robot", ["jethexa", "jethexa_soft", "jethexa_shank", "jethexa_cosserat", "jethexa_gvs", "solo12", "talos", "hybrid_biped"])
+@pytest.mark.parametrize("robot", ["jethexa", "jethexa_soft", "jethexa_shank", "jethexa_cosserat", "jethexa_gvs", "jethexa_tail", "solo12", "talos", "hybrid_biped"])
 def test_robot_params_declare_known_names_only(robot):
     """Every key of config/<robot>.yaml is a declared parameter of its node."""
     from hybrid_dynamics.ros import params as P
@@ -194,7 +194,8 @@ def test_robot_params_declare_known_names_only(robot):
     assert set(joints) == set(r.actuated_joints)
 
 
-@pytest.mark.parametrize("robot", ["jethexa", "jethexa_soft", "jethexa_shank", "jethexa_cosserat", "jethexa_gvs"])
+@pytest.mark.parametrize("robot", ["jethexa", "jethexa_soft", "jethexa_shank", "jethexa_cosserat", "jethexa_gvs",
+                                   "jethexa_tail"])
 def test_the_launch_files_settings_beat_the_robot_parameter_file(robot, tmp_path):
     """What rcl itself resolves from the command line of the lock-step graph's controller:
     the launch's ``trigger: joint_states`` over config/<robot>.yaml's ``whole_body_controller:
