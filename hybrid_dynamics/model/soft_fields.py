@@ -28,6 +28,7 @@ BODY_FIELDS: Dict[str, Dict[str, Any]] = {
 POSITIVE = {"length", "radius", "density", "segments", "order", "steps", "n_axial", "modes_per_direction"}
 NON_NEGATIVE = {"mass", "youngs_modulus", "damping_time", "elastic_coefficient"}
 INTEGER = {"segments", "order", "steps", "n_axial", "modes_per_direction"}
+SCALAR = {"length", "radius", "density", "mass", "youngs_modulus", "poisson", "damping_time", "elastic_coefficient"}
 BOOLEAN = {"planar", "elongation", "relax_face", "orthonormal_face"}
 STRAIN_COMPONENTS = 6       # (kx, ky, kz, sx, sy, sz): a rod's strain has six components
 JOINT_TYPES = ("fixed", "revolute", "prismatic", "axes", "free_flyer")
@@ -73,6 +74,8 @@ def body_params(doc: YamlDocument, where: Tuple, name: str, spec: Any) -> Tuple[
             raise doc.error(f"module '{name}': {key} must be positive (got {value!r})", *where, key)
         if key in NON_NEGATIVE and not (nums and all(x >= 0 for x in nums)):
             raise doc.error(f"module '{name}': {key} must be >= 0 (got {value!r})", *where, key)
+        if key in SCALAR and not (isinstance(value, (int, float)) and not isinstance(value, bool)):
+            raise doc.error(f"module '{name}': {key} must be a number (got {value!r})", *where, key)
         if key in INTEGER and not (isinstance(value, int) and not isinstance(value, bool)):
             raise doc.error(f"module '{name}': {key} must be an integer (got {value!r})", *where, key)
         if key in BOOLEAN and not isinstance(value, bool):

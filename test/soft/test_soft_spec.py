@@ -71,6 +71,9 @@ BAD = [
     ("fractional segment count", ("modules", 1, "body"), {**PCS, "segments": 1.5}, "segments"),
     # bool("no") is True: a flag given as a string was taken as set
     ("flag as a string", ("modules", 1, "body", "planar"), "no", "planar"),
+    # a number given as a list was a TypeError at build
+    ("length as a list", ("modules", 1, "body", "length"), [0.05], "length"),
+    ("modulus as a list", ("modules", 1, "body", "youngs_modulus"), [1e6], "youngs_modulus"),
 ]
 
 
