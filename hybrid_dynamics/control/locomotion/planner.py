@@ -937,9 +937,10 @@ class LocomotionPlanner:
             self.sitting[0] = t
         if self.edge_stage is not None and self._edge_landing_step(t):
             if self.edge_stage == "down":
-                # landed on the edge: held where it came to rest (the sit-down's descent and
-                # level CoM pushed the legs against their limits and tipped the body over, legs
-                # 3+5+6 lost: 26 cycles of softened joint limits, tilt 51 deg, campaign)
+                # landed on the edge: held where it came to rest; with the sit-down's descent
+                # instead the bodies that fell rolled on further after touching (legs 4+5+6
+                # lost, undeclared: tilt 29.2 -> 31.0 deg; 1+2+4 declared 27.3 -> 29.1;
+                # jethexa_tripod). (What tipped 3+5+6 over was the third foot, below.)
                 com, R_ref, _ = self.edge_rest
                 v_lin = a_lin = w = dw = np.zeros(3)
             else:
