@@ -6,7 +6,7 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-from hybrid_dynamics.control.locomotion.line_balance import GRAVITY, LineBalance
+from hybrid_dynamics.control.locomotion.line_balance import GRAVITY, LineBalance, line_through
 from hybrid_dynamics.model.morphology import Morphology, MorphologyMap
 from hybrid_dynamics.model.robot import load_robot
 
@@ -140,3 +140,23 @@ def test_the_balance_brings_the_com_back_over_the_line_and_holds_the_roll_asked(
     assert abs(held[-1, 0] - 0.003) < 1e-9 and held[-1, 2] > np.radians(30.0)
     turned = planar(line, 0.0, 0.0, True, roll=0.17)
     assert turned[-1, 2] == pytest.approx(0.17, abs=1e-3) and abs(turned[-1, 0]) < 1e-4
+
+
+def test_line_through_measures_each_pair_of_feet_as_the_balance_does():
+    """``line_through`` (every pair of candidate feet at once, the planner's landing search)
+    against :meth:`LineBalance.offset` of the line through each pair, one pair at a time: the
+    largest distance of the points from it, and +inf where a point is not between the two feet
+    along the line with the margin to spare (projected by hand)."""
+    rng = np.random.default_rng(3)
+    first, second, points = rng.uniform(-0.2, 0.2, (7, 2)), rng.uniform(-0.2, 0.2, (5, 2)), rng.uniform(-0.05, 0.05, (2, 2))
+    worst = line_through(first, second, points, 0.02)
+    finite = 0
+    for i, a in enumerate(first):
+        for j, b in enumerate(second):
+            line = LineBalance(np.array([a, b]), 1.0, 1.0)
+            length = np.linalg.norm(b - a)
+            along = [(p - a) @ (b - a) / length for p in points]
+            expected = max(abs(line.offset(p)) for p in points) if all(0.02 <= s <= length - 0.02 for s in along) else np.inf
+            assert worst[i, j] == pytest.approx(expected, abs=1e-12)
+            finite += np.isfinite(expected)
+    assert 0 < finite < worst.size                 # both cases met

@@ -63,6 +63,25 @@ def balance_gains(mass: float, inertia: float, height: float) -> np.ndarray:
     return (np.linalg.solve(R, B.T @ P))[0]
 
 
+def line_through(first: np.ndarray, second: np.ndarray, points: np.ndarray, margin: float) -> np.ndarray:
+    """How far the line through two feet passes from ``points``, for every pair of candidate
+    feet: ``first`` (A, 2) and ``second`` (B, 2) world xy, ``points`` (P, 2) world xy (the CoM and
+    its capture point). Returns (A, B) the largest distance of a point from the line, +inf where
+    a point is not between the two feet along the line with ``margin`` to spare (beyond a foot
+    the body tips about it, not about the line)."""
+    a, b = np.asarray(first, float)[:, None, :], np.asarray(second, float)[None, :, :]
+    d = b - a
+    length = np.maximum(np.linalg.norm(d, axis=-1), 1e-9)
+    u = d / length[..., None]
+    worst = np.zeros(length.shape)
+    for p in np.asarray(points, float).reshape(-1, 2):
+        rel = p - a
+        along = (rel * u).sum(-1)
+        worst = np.maximum(worst, np.where((along >= margin) & (along <= length - margin),
+                                           np.abs(u[..., 0] * rel[..., 1] - u[..., 1] * rel[..., 0]), np.inf))
+    return worst
+
+
 def _yaw_only(R: np.ndarray) -> np.ndarray:
     yaw = np.arctan2(R[1, 0], R[0, 0])
     c, s = np.cos(yaw), np.sin(yaw)

@@ -65,7 +65,7 @@ from . import gait as gaits
 from .gait import GaitPattern, GaitScheduler
 from .body import ComPath, plan_com_path
 from .edge_landing import EdgeLanding, LegGeometry
-from .line_balance import LineBalance
+from .line_balance import LineBalance, line_through
 from .planar_landing import box_corners, leg_capacity, leg_reach
 from .swing import convex_hull, halfplanes, min_jerk, project, swing_point
 
@@ -101,6 +101,8 @@ class LocomotionConfig:
     body_step: float = 0.04             # s, grid of the CoM path (piecewise-constant acceleration)
     body_max_accel: float = 1.5         # m/s^2 per axis, CoM path acceleration bound (relaxed x2, x4 if infeasible)
     catch_clearance: float = 0.1        # rad, a landing foot turned to catch the body keeps its hip yaw joint this far inside its stops
+    line_foot_speed: float = 1.0        # m/s, a foot sent under the line lands no faster than this on average
+    line_reach_min: float = 0.8         # two feet left: a landing foot may be pulled in to this fraction of its distance from the hip to put their line under the CoM
     edge_clearance: float = 0.008       # m above the floor the first plan of a landing on an edge brings the body to rest (edge_landing.py)
     body_bandwidth: float = 6.0         # rad/s, how tightly the CoM path follows the commanded motion
 
@@ -229,6 +231,7 @@ class LocomotionPlanner:
         self.foot_down = True                   # a walking foot down at the start of the cycle (update)
         self.com_velocity: Optional[np.ndarray] = None   # of the estimate, world frame (update)
         self.com_measured: Optional[np.ndarray] = None
+        self.com_shift = np.zeros(2)            # world xy: the CoM's move at a morphology change the estimate has not seen yet
         self.set_morphology(self.morphology_map, t, settle=0.0, phase_origin=0.0)
 
     def walking_legs(self, mmap=None) -> List[str]:
@@ -269,6 +272,10 @@ class LocomotionPlanner:
         self.held = self._held_feet(model, q0, legs, mmap)
         data = model.createData()
         com0 = pin.centerOfMass(model, data, q0)
+        if self.scheduler is not None:
+            # the estimate's CoM is still the former body's until its next update: the CoM
+            # moves with the mass lost (legs 2+3+5+6 lost: 2 cm forward)
+            self.com_shift = _yaw_rot(self.N[2])[:2, :2] @ (com0[:2] - self.com_offset)
         self.com_offset = com0[:2].copy()
         pin.ccrba(model, data, q0, np.zeros(model.nv))
         self.mass, self.inertia = pin.computeTotalMass(model), data.Ig.inertia.copy()    # centroidal, base axes
@@ -292,6 +299,7 @@ class LocomotionPlanner:
                     self.lift_from.pop(frame, None)
                     self.touchdown.pop(frame, None)
             self._catch_landing(t, legs)
+            self._line_landing(legs)
         self.walking = legs
         self.body_plan = None
         self.pattern = pattern
@@ -396,6 +404,54 @@ class LocomotionPlanner:
         for frame, (_, p) in zip(frames, best):
             p0, _, ta, tb = self.landing[frame]
             self.landing[frame] = (p0, p, ta, tb)
+
+    def _line_landing(self, legs: Sequence[str]) -> None:
+        """Two walking feet left, one or both in the air at the morphology change: land them where
+        the line through the two feet passes under the measured CoM and its capture point, so
+        that the body comes down balanced over it (:mod:`.line_balance`) instead of rolling over
+        a line beside the CoM (``dH_L/dt = m g e``: no force of two feet stops that roll). Each
+        landing foot's candidates are its target turned about its hip (the hip yaw joint
+        ``catch_clearance`` inside its stops, :meth:`_hip_yaw_reach`) at ``line_reach_min`` to 1 times its
+        distance from the hip; a foot down stays where it is. The gait's targets are kept when
+        their line is already within ``balance_landing`` of both points, and when no candidate
+        line is; otherwise the line nearest both points, and of those within 1 mm of it, the
+        feet's smallest move."""
+        cfg = self.config
+        frames = [self.frame_of[leg] for leg in legs]
+        if len(legs) != 2 or not any(f in self.landing for f in frames) or self.com_measured is None \
+                or self.com_velocity is None:
+            return
+        com = self._com_now()
+        points = np.array([com[:2], self._capture_point(com, self.com_velocity)])
+        R = _yaw_rot(self.N[2])
+        base = np.append(self.N[:2] + self.offset, 0.0)
+        options = []
+        for leg, frame in zip(legs, frames):
+            if frame not in self.landing:
+                measured = None if self.feet_measured is None else self.feet_measured.get(frame)
+                options.append(np.asarray(self.feet_pos[frame] if measured is None else measured, float)[None, :2])
+                continue
+            target = self.landing[frame][1]
+            hip = base + R @ np.append(self.hips[leg], 0.0)
+            ends = self.reach.get(leg)
+            rel = target[:2] - hip[:2]
+            yaw0 = float(np.arctan2(*(R[:2, :2].T @ rel)[::-1]))
+            yaws = [yaw0] if ends is None else np.linspace(ends[0] + cfg.catch_clearance, ends[1] - cfg.catch_clearance, 17)
+            radius = float(np.linalg.norm(rel))
+            cand = [target[:2]] + [hip[:2] + k * radius * (R[:2, :2] @ np.array([np.cos(y), np.sin(y)]))
+                                   for y in yaws for k in np.linspace(cfg.line_reach_min, 1.0, 3)]
+            options.append(np.array(cand))
+        worst = line_through(options[0], options[1], points, cfg.stability_margin)
+        if worst[0, 0] <= cfg.balance_landing or worst.min() > cfg.balance_landing:
+            return
+        move = sum(np.meshgrid(*[np.linalg.norm(o - o[0], axis=1) for o in options], indexing="ij"))
+        i, j = np.unravel_index(np.argmin(np.where(worst <= worst.min() + 1e-3, move, np.inf)), worst.shape)
+        for frame, option, k in zip(frames, options, (i, j)):
+            if frame in self.landing:
+                p0, target, ta, tb = self.landing[frame]
+                p1 = np.array([option[k][0], option[k][1], target[2]])
+                tb = max(tb, ta + float(np.linalg.norm(p1 - p0)) / cfg.line_foot_speed)
+                self.landing[frame] = (p0, p1, ta, tb)
 
     def _walk_left(self, leg: str, foot: np.ndarray, heading: np.ndarray) -> float:
         """How far (m) the body can walk along ``heading`` (base frame, unit) before the leg's
@@ -514,9 +570,16 @@ class LocomotionPlanner:
             return None
         R = _yaw_rot(self.N[2])
         line = LineBalance.of(feet, self.mass, R @ self.inertia @ R.T)
-        com = self.com_measured
+        com = self._com_now()
         near = max(abs(line.offset(com)), abs(line.offset(self._capture_point(com, self.com_velocity))))
         return line if near <= self.config.balance_landing else None
+
+    def _com_now(self) -> np.ndarray:
+        """The measured CoM, moved as the CoM of the body left moves at a morphology change the
+        estimate has not yet seen (:attr:`com_shift`)."""
+        com = self.com_measured.copy()
+        com[:2] += self.com_shift
+        return com
 
     def _stand_still(self, t: float) -> None:
         """Give up walking from ``t``: every walking foot stays (or lands) where it is and
@@ -748,6 +811,7 @@ class LocomotionPlanner:
             raise RuntimeError("LocomotionPlanner.reset(t, q) must be called first")
         t = float(t)
         self.com_measured = None if com_measured is None else np.asarray(com_measured, float).copy()
+        self.com_shift = np.zeros(2)
         self.com_velocity = None if com_velocity is None else np.asarray(com_velocity, float).copy()
         self.base_rotation = None if base_rotation is None else np.asarray(base_rotation, float).copy()
         self.feet_measured = feet_measured
@@ -933,8 +997,10 @@ class LocomotionPlanner:
         landing = any(self.frame_of[leg] in self.landing for leg in self.walking)
         if self.balance is not None and landing:
             # a foot still landing: one foot carries the body, there is no line yet; held
-            # level and not lowered (the descent starts once both feet are down)
-            self.sitting[0] = t
+            # level and not lowered (the descent starts once both feet are down, from the
+            # measured height if the body sank meanwhile: a reference above it, the two feet
+            # lifted the body onto its edge and over, legs 2+3+5+6 lost, campaign)
+            self.sitting[0], self.sitting[1] = t, min(self.sitting[1], float(self.com_measured[2]))
         if self.edge_stage is not None and self._edge_landing_step(t):
             if self.edge_stage == "down":
                 # landed on the edge: held where it came to rest; with the sit-down's descent
