@@ -7,8 +7,8 @@ import pinocchio as pin
 import pytest
 
 from hybrid_dynamics.control.locomotion.edge_landing import edge_momentum
+from hybrid_dynamics.control.locomotion.planar_landing import standing_with
 from hybrid_dynamics.control.locomotion.planner import LocomotionPlanner
-from hybrid_dynamics.model.morphology import Morphology, MorphologyMap
 from hybrid_dynamics.model.robot import load_robot
 
 LEFT = ("leg1", "leg2", "leg4")         # legs 3, 5 and 6 lost: the CoM 5.7 cm outside the 1-4 edge standing
@@ -17,14 +17,8 @@ LEFT = ("leg1", "leg2", "leg4")         # legs 3, 5 and 6 lost: the CoM 5.7 cm o
 @pytest.fixture(scope="module")
 def three_feet():
     robot = load_robot("jethexa")
-    morph = Morphology.healthy(robot)
-    for leg in robot.legs:
-        if leg.name not in LEFT:
-            morph = morph.remove_leg(leg.name)
-    mmap = MorphologyMap(robot, morph)
+    mmap, q = standing_with(robot, LEFT)
     model, data = mmap.model, mmap.model.createData()
-    q = mmap.expand_q(mmap.reduce_q(robot.q_stand))
-    q[3:7] = (0, 0, 0, 1)
     pin.ccrba(model, data, q, np.zeros(model.nv))
     inertia = data.Ig.inertia.copy()                   # centroidal, base axes (level)
     return robot, mmap, q, float(data.mass[0]), inertia

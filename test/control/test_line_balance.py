@@ -7,7 +7,7 @@ import pinocchio as pin
 import pytest
 
 from hybrid_dynamics.control.locomotion.line_balance import GRAVITY, LineBalance, line_through
-from hybrid_dynamics.model.morphology import Morphology, MorphologyMap
+from hybrid_dynamics.control.locomotion.planar_landing import standing_with
 from hybrid_dynamics.model.robot import load_robot
 
 LEFT = ("leg1", "leg6")          # a diagonal: the line passes under the CoM
@@ -16,14 +16,7 @@ LEFT = ("leg1", "leg6")          # a diagonal: the line passes under the CoM
 @pytest.fixture(scope="module")
 def two_feet():
     robot = load_robot("jethexa")
-    morph = Morphology.healthy(robot)
-    for leg in robot.legs:
-        if leg.name not in LEFT:
-            morph = morph.remove_leg(leg.name)
-    mmap = MorphologyMap(robot, morph)
-    q = mmap.expand_q(mmap.reduce_q(robot.q_stand))
-    q[3:7] = (0, 0, 0, 1)
-    return robot, mmap, q
+    return (robot,) + standing_with(robot, LEFT)
 
 
 def momentum_rate(model, data, q, v, tau, pushes):

@@ -25,14 +25,6 @@ from hybrid_dynamics.ros.sources import StandingSource
 QOS = QoSProfile(depth=1000)
 
 
-@pytest.fixture
-def context():
-    ctx = Context()
-    rclpy.init(context=ctx)
-    yield ctx
-    rclpy.try_shutdown(context=ctx)
-
-
 def spin_until(executor, predicate, timeout=10.0):
     end = time.monotonic() + timeout
     while not predicate() and time.monotonic() < end:

@@ -2,9 +2,6 @@
 as ``get_clock().now()``, on the wall clock and under ``use_sim_time`` (simulated time: the
 value /clock set, to the nanosecond), without making rclpy's ``Time`` (``Clock.now``: about
 3 us of Python a call, several calls a control cycle)."""
-import pytest
-import rclpy
-from rclpy.context import Context
 from rclpy.parameter import Parameter
 from rclpy.time import Time
 
@@ -14,14 +11,6 @@ from hybrid_dynamics.ros.node_base import BaseNode
 
 class Bare(BaseNode):
     SPEC = {}
-
-
-@pytest.fixture
-def context():
-    ctx = Context()
-    rclpy.init(context=ctx)
-    yield ctx
-    rclpy.try_shutdown(context=ctx)
 
 
 def test_now_is_the_clocks_value_on_the_wall_clock_and_in_simulated_time(context, monkeypatch):

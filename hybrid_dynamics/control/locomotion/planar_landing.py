@@ -63,7 +63,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 import itertools
-from typing import List, Optional
+from typing import List, Optional, Tuple
 from xml.etree import ElementTree
 
 import numpy as np
@@ -261,6 +261,19 @@ def best_landing(robot: PlanarRobot, nodes: int = 12, max_tilt_deg: float = 30.0
                    float(duration), free, base_speed=-point_speed(st[-1], robot.base), forces=forces.tolist())
 
 
+def standing_with(robot, legs_left: List[str]) -> Tuple[MorphologyMap, np.ndarray]:
+    """``robot`` left with only the legs ``legs_left`` (the others lost): its morphology map and
+    its standing configuration with the base level (identity orientation)."""
+    morph = Morphology.healthy(robot)
+    for leg in robot.legs:
+        if leg.name not in legs_left:
+            morph = morph.remove_leg(leg.name)
+    mmap = MorphologyMap(robot, morph)
+    q = mmap.expand_q(mmap.reduce_q(robot.q_stand))
+    q[3:7] = (0, 0, 0, 1)
+    return mmap, q
+
+
 def planar_robot(robot, legs_left: List[str]) -> PlanarRobot:
     """The planar model of ``robot`` left with the two or three legs ``legs_left`` (the others
     lost), from its model at the standing pose: CoM and inertia of what is left (Pinocchio),
@@ -271,14 +284,8 @@ def planar_robot(robot, legs_left: List[str]) -> PlanarRobot:
     the body)."""
     if len(legs_left) not in (2, 3):
         raise ValueError("the planar landing model is for two or three feet left")
-    morph = Morphology.healthy(robot)
-    for leg in robot.legs:
-        if leg.name not in legs_left:
-            morph = morph.remove_leg(leg.name)
-    mmap = MorphologyMap(robot, morph)
+    mmap, q = standing_with(robot, legs_left)
     model, data = mmap.model, mmap.model.createData()
-    q = mmap.expand_q(mmap.reduce_q(robot.q_stand))
-    q[3:7] = (0, 0, 0, 1)
     pin.forwardKinematics(model, data, q)
     pin.updateFramePlacements(model, data)
     com = pin.centerOfMass(model, data, q)
