@@ -38,12 +38,13 @@ feedback: on the campaign's falling triples it changed the touch-down speeds bot
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, Optional, Sequence, Tuple
+from typing import Dict, Optional, Sequence
 
 import numpy as np
 import pinocchio as pin
 
-from .planar_landing import Landing, PlanarRobot, best_landing, lowest_corner, rate, simulate
+from .line_balance import yaw_only
+from .planar_landing import Landing, PlanarRobot, best_landing, lowest_corner, nearest_edge, rate, simulate
 
 FINE = 10           # reference samples per interval of the optimiser's force profile
 
@@ -54,28 +55,6 @@ class LegGeometry:
     hip: np.ndarray
     reach: float
     capacity: float
-
-
-def _yaw_only(R: np.ndarray) -> np.ndarray:
-    yaw = np.arctan2(R[1, 0], R[0, 0])
-    c, s = np.cos(yaw), np.sin(yaw)
-    return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
-
-
-def nearest_edge(point_xy: np.ndarray, feet_xy: Sequence[np.ndarray]) -> Tuple[int, int, int, float]:
-    """``(a, b, k, e)``: of the triangle of three feet, the edge ``a``-``b`` ``point_xy`` is
-    furthest outside of (``e`` > 0 outside, its distance from the edge's line), ``k`` the third."""
-    best = None
-    for k in range(3):
-        a, b = [j for j in range(3) if j != k]
-        u = feet_xy[b] - feet_xy[a]
-        n = np.array([-u[1], u[0]]) / np.linalg.norm(u)
-        if n @ (feet_xy[k] - feet_xy[a]) > 0:
-            n = -n
-        e = float(n @ (point_xy - feet_xy[a]))
-        if best is None or e > best[3]:
-            best = (a, b, k, e)
-    return best
 
 
 def edge_momentum(model: PlanarRobot, x: np.ndarray) -> float:
@@ -117,7 +96,7 @@ class EdgeLanding:
         if n @ (feet[k] - feet[a]) > 0:
             n = -n
         axis = np.cross(n, [0.0, 0.0, 1.0])
-        phi = float(axis @ pin.log3(R @ _yaw_only(R).T))
+        phi = float(axis @ pin.log3(R @ yaw_only(R).T))
         held = pin.exp3(-phi * axis) @ R            # the body turned back about the edge
         com_b = R.T @ (com - base)                   # the CoM in the base frame
 

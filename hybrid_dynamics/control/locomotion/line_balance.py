@@ -82,7 +82,8 @@ def line_through(first: np.ndarray, second: np.ndarray, points: np.ndarray, marg
     return worst
 
 
-def _yaw_only(R: np.ndarray) -> np.ndarray:
+def yaw_only(R: np.ndarray) -> np.ndarray:
+    """The rotation about z of ``R``'s heading (its tilt removed)."""
     yaw = np.arctan2(R[1, 0], R[0, 0])
     c, s = np.cos(yaw), np.sin(yaw)
     return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
@@ -130,7 +131,7 @@ class LineBalance:
         """(phi, phi'): the body's rotation about :attr:`axis` from level (yaw kept) and its
         rate, for the base rotation ``R`` and world angular velocity ``w_world``."""
         a = self.axis
-        return float(a @ pin.log3(R @ _yaw_only(R).T)), float(a @ w_world)
+        return float(a @ pin.log3(R @ yaw_only(R).T)), float(a @ w_world)
 
     def gains(self, height: float) -> np.ndarray:
         key = int(round(height / 0.005))          # re-computed every 5 mm of height
@@ -154,6 +155,6 @@ class LineBalance:
         com_xy = self.feet[0] + s * self.along + e * self.normal
         vcom_xy, acom_xy = de * self.normal, u * self.normal
         a = self.axis
-        R_ref = pin.exp3(phi * a) @ _yaw_only(R)
+        R_ref = pin.exp3(phi * a) @ yaw_only(R)
         ddphi = (self.mass * GRAVITY * e - self.mass * height * u) / self.inertia
         return com_xy, vcom_xy, acom_xy, R_ref, dphi * a, ddphi * a

@@ -63,7 +63,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 import itertools
-from typing import List, Optional, Tuple
+from typing import List, Optional, Sequence, Tuple
 from xml.etree import ElementTree
 
 import numpy as np
@@ -261,6 +261,22 @@ def best_landing(robot: PlanarRobot, nodes: int = 12, max_tilt_deg: float = 30.0
                    float(duration), free, base_speed=-point_speed(st[-1], robot.base), forces=forces.tolist())
 
 
+def nearest_edge(point_xy: np.ndarray, feet_xy: Sequence[np.ndarray]) -> Tuple[int, int, int, float]:
+    """``(a, b, k, e)``: of the triangle of three feet, the edge ``a``-``b`` ``point_xy`` is
+    furthest outside of (``e`` > 0 outside, its distance from the edge's line), ``k`` the third."""
+    best = None
+    for k in range(3):
+        a, b = [j for j in range(3) if j != k]
+        u = feet_xy[b] - feet_xy[a]
+        n = np.array([-u[1], u[0]]) / np.linalg.norm(u)
+        if n @ (feet_xy[k] - feet_xy[a]) > 0:
+            n = -n
+        e = float(n @ (point_xy - feet_xy[a]))
+        if best is None or e > best[3]:
+            best = (a, b, k, e)
+    return best
+
+
 def standing_with(robot, legs_left: List[str]) -> Tuple[MorphologyMap, np.ndarray]:
     """``robot`` left with only the legs ``legs_left`` (the others lost): its morphology map and
     its standing configuration with the base level (identity orientation)."""
@@ -307,8 +323,8 @@ def planar_robot(robot, legs_left: List[str]) -> PlanarRobot:
         return u, n, float(n @ (com - feet[a]))
     third = None
     if len(legs) == 3:
-        k = max(range(3), key=lambda k: across(*[j for j in range(3) if j != k], away=k)[2])
-        u, n, e = across(*[j for j in range(3) if j != k], away=k)
+        a, b, k, _ = nearest_edge(com[:2], [f[:2] for f in feet])
+        u, n, e = across(a, b, away=k)
         third = (legs.pop(k), feet.pop(k), hips.pop(k))
         if e <= 0.0:
             raise ValueError(f"legs {', '.join(legs_left)}: the CoM is inside their feet's triangle")
