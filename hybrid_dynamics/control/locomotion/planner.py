@@ -66,7 +66,7 @@ from .gait import GaitPattern, GaitScheduler
 from .body import ComPath, plan_com_path
 from .edge_landing import EdgeLanding, LegGeometry
 from .line_balance import LineBalance, line_through
-from .planar_landing import box_corners, leg_capacity, leg_reach
+from .planar_landing import box_corners, leg_capacity, leg_reach, nearest_edge
 from .swing import convex_hull, halfplanes, min_jerk, project, swing_point
 
 
@@ -150,6 +150,13 @@ def _margin(point, points) -> float:
         return -np.inf
     A, b = halfplanes(hull)
     return float(np.min(b - A @ np.asarray(point)[:2]))
+
+
+def _edge_feet(frames, feet, com) -> List[str]:
+    """The two of three feet (``frames``, world positions ``feet``) on the edge of their
+    triangle the CoM is furthest outside of (:func:`.planar_landing.nearest_edge`)."""
+    a, b, _, _ = nearest_edge(np.asarray(com)[:2], [np.asarray(f)[:2] for f in feet])
+    return [frames[a], frames[b]]
 
 
 def _yaw_rot(yaw: float) -> np.ndarray:
@@ -542,7 +549,7 @@ class LocomotionPlanner:
         rests) at ``t``."""
         cfg, edge = self.config, self.edge_landing
         measured = self._edge_measured() if self.edge_stage == "waiting" else None
-        if measured is not None and not any(f in self.landing for f in measured[0] if f != edge.planar(*measured)[2]["third"]):
+        if measured is not None and not any(f in self.landing for f in _edge_feet(*measured[:2], measured[3])):
             if edge.solve(t, *measured, clearance=cfg.edge_clearance) is not None:
                 self.edge_stage = "approach"
             else:
@@ -806,7 +813,7 @@ class LocomotionPlanner:
         with ``base_rotation`` (3 x 3) and ``base_angular_velocity`` (world) too, a body left with
         two feet near whose line the CoM is comes down balanced over it (:meth:`_balance_holds`);
         with ``base_position`` (world, of the estimate) too, a body falling over an edge of its
-        three feet lands on it (:meth:`_plan_edge_landing`)."""
+        three feet lands on it (:meth:`_edge_landing_step`)."""
         if self.t is None:
             raise RuntimeError("LocomotionPlanner.reset(t, q) must be called first")
         t = float(t)
